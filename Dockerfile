@@ -1,0 +1,35 @@
+# syntax=docker/dockerfile:1
+# Vouch: one image for the API, the worker and the migration job (TypeScript run with tsx, no build step).
+#   docker build -t vouch .
+#   docker run --rm -p 3000:3000 vouch                              # API (default CMD)
+#   docker run --rm vouch npm run start:worker                       # worker
+#   docker run --rm -e DATABASE_URL=postgres://... vouch npm run db:migrate
+FROM node:20-bookworm-slim
+
+# NODE_ENV is left unset on purpose (it switches defaults such as AUTH); set it at run time.
+ENV HOST=0.0.0.0 \
+    NPM_CONFIG_UPDATE_NOTIFIER=false \
+    NPM_CONFIG_FUND=false \
+    NPM_CONFIG_AUDIT=false
+
+WORKDIR /app
+RUN chown node:node /app
+USER node
+
+# Manifests first so the dependency layer is cached until a package.json or the lockfile changes.
+# Every workspace manifest is needed for `npm ci` to link the @vouch/* workspaces.
+COPY --chown=node:node package.json package-lock.json ./
+COPY --chown=node:node apps/api/package.json apps/api/
+COPY --chown=node:node apps/worker/package.json apps/worker/
+COPY --chown=node:node packages/config/package.json packages/config/
+COPY --chown=node:node packages/core/package.json packages/core/
+COPY --chown=node:node packages/db/package.json packages/db/
+COPY --chown=node:node packages/schemas/package.json packages/schemas/
+
+# Dev dependencies are installed on purpose: tsx (a devDependency) runs the TypeScript sources.
+RUN npm ci --include=dev && npm cache clean --force
+
+COPY --chown=node:node . .
+
+EXPOSE 3000
+CMD ["npm", "start"]

@@ -1,0 +1,52 @@
+import { randomUUID } from 'node:crypto';
+import type { Services } from '@vouch/core';
+import Fastify, { type FastifyBaseLogger } from 'fastify';
+import { serializerCompiler, validatorCompiler, type ZodTypeProvider } from 'fastify-type-provider-zod';
+import { errorsPlugin } from './plugins/errors.ts';
+import { agentsRoutes } from './routes/agents.routes.ts';
+import { budgetsRoutes } from './routes/budgets.routes.ts';
+import { scoresRoutes } from './routes/scores.routes.ts';
+import { transactionsRoutes } from './routes/transactions.routes.ts';
+
+export interface AppDeps {
+  services: Services;
+  /** A pino logger; none means silent. */
+  logger?: FastifyBaseLogger;
+  trustProxy?: string | undefined;
+  bodyLimit?: number;
+}
+
+const REQUEST_ID_RE = /^[\w.:-]{1,128}$/;
+
+/** Builds the HTTP app from its dependencies; no env, no listen. */
+export async function buildApp(deps: AppDeps) {
+  const app = Fastify({
+    ...(deps.logger ? { loggerInstance: deps.logger } : { logger: false }),
+    bodyLimit: deps.bodyLimit ?? 1024 * 1024,
+    trustProxy: deps.trustProxy ? deps.trustProxy.split(',').map((s) => s.trim()) : false,
+    requestIdHeader: false,
+    genReqId: (req) => {
+      const sent = req.headers['x-request-id'];
+      return typeof sent === 'string' && REQUEST_ID_RE.test(sent) ? sent : randomUUID();
+    },
+    requestIdLogLabel: 'requestId',
+    return503OnClosing: true,
+  }).withTypeProvider<ZodTypeProvider>();
+
+  app.setValidatorCompiler(validatorCompiler);
+  app.setSerializerCompiler(serializerCompiler);
+  // JSON only: anything else (text/plain included) is 415.
+  app.removeContentTypeParser('text/plain');
+  app.addHook('onRequest', async (request, reply) => {
+    reply.header('x-request-id', request.id);
+  });
+
+  await app.register(errorsPlugin);
+  await app.register(agentsRoutes, { services: deps.services });
+  await app.register(budgetsRoutes, { services: deps.services });
+  await app.register(scoresRoutes, { services: deps.services });
+  await app.register(transactionsRoutes, { services: deps.services });
+  return app;
+}
+
+export type App = Awaited<ReturnType<typeof buildApp>>;

@@ -1,0 +1,18 @@
+import { failureEnvelope, successEnvelope } from '@vouch/schemas';
+import type { z } from 'zod';
+
+/** The success envelope. */
+export function ok<T>(data: T): { success: true; data: T } {
+  return { success: true, data };
+}
+
+/**
+ * Response schemas of a route: the success envelope for each success status and
+ * the failure envelope for each listed error status (these feed the OpenAPI document).
+ */
+export function responses(success: Record<number, z.ZodType>, errors: number[]) {
+  const map: Record<number, z.ZodType> = {};
+  for (const [status, schema] of Object.entries(success)) map[Number(status)] = successEnvelope(schema);
+  for (const status of new Set([...errors, 400, 429, 500, 503])) map[status] = failureEnvelope;
+  return map;
+}

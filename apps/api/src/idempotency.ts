@@ -1,0 +1,50 @@
+import type { Services } from '@vouch/core';
+import { rebuildError } from '@vouch/core';
+import type { DB, Kysely } from '@vouch/db';
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import { z } from 'zod';
+import { ok } from './http.ts';
+
+export const idempotencyHeaders = z.object({
+  'idempotency-key': z
+    .string()
+    .min(1)
+    .max(255)
+    .regex(/^[\x21-\x7e]+$/, 'printable ASCII without spaces')
+    .optional()
+    .meta({ description: 'Makes the request safe to retry: the first answer is stored for 24 h and replayed' }),
+});
+
+/**
+ * Runs a writing use case under the request's Idempotency-Key, if it has one:
+ * the effect and the stored answer commit together; a retry gets the stored answer
+ * with `Idempotency-Replayed: true`. Without a key the work runs directly.
+ */
+export async function idempotent<T>(
+  services: Services,
+  request: FastifyRequest,
+  reply: FastifyReply,
+  work: (executor?: Kysely<DB>) => Promise<T>,
+  statusOf: (value: T) => number = () => 200,
+) {
+  const key = (request.headers['idempotency-key'] as string | undefined) ?? undefined;
+  if (!key) {
+    const value = await work();
+    reply.code(statusOf(value));
+    return ok(value);
+  }
+  const scope = `${request.method} ${request.routeOptions.url}`;
+  const result = await services.idempotency.execute(
+    { scope, key, request: { params: request.params, body: request.body } },
+    statusOf,
+    (trx) => work(trx),
+  );
+  if (!result.replayed) {
+    reply.code(statusOf(result.value));
+    return ok(result.value);
+  }
+  reply.header('idempotency-replayed', 'true');
+  if (!result.outcome.ok) throw rebuildError(result.outcome);
+  reply.code(result.outcome.statusCode);
+  return ok(result.outcome.data as T);
+}

@@ -1,0 +1,2 @@
+export { type App, type AppDeps, buildApp } from './app.ts';
+export { type ApiConfig, apiConfigSchema, loadApiConfig } from './config.ts';

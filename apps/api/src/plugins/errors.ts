@@ -1,0 +1,81 @@
+import { DomainError, errorStatus } from '@vouch/core';
+import { isDatabaseUnavailable, sqlState } from '@vouch/db';
+import type { ErrorCode } from '@vouch/schemas';
+import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import fp from 'fastify-plugin';
+import { hasZodFastifySchemaValidationErrors } from 'fastify-type-provider-zod';
+
+/** Framework errors that are the client's fault, by Fastify code. */
+const frameworkCodes: Record<string, { code: ErrorCode; message?: string }> = {
+  FST_ERR_CTP_INVALID_MEDIA_TYPE: { code: 'UNSUPPORTED_MEDIA_TYPE', message: 'Content-Type must be application/json' },
+  FST_ERR_CTP_BODY_TOO_LARGE: { code: 'PAYLOAD_TOO_LARGE', message: 'request body exceeds the 1 MiB limit' },
+  FST_ERR_CTP_INVALID_JSON_BODY: { code: 'INVALID_JSON', message: 'request body is not valid JSON' },
+  FST_ERR_CTP_EMPTY_JSON_BODY: {
+    code: 'INVALID_JSON',
+    message: 'request body is empty but Content-Type is application/json',
+  },
+  FST_ERR_CTP_INVALID_CONTENT_LENGTH: { code: 'VALIDATION_ERROR', message: 'Content-Length does not match the body' },
+};
+
+export function sendFailure(
+  reply: FastifyReply,
+  request: FastifyRequest,
+  code: ErrorCode,
+  message: string,
+  details?: unknown,
+) {
+  const status = errorStatus[code];
+  if (status === 503 && !reply.hasHeader('retry-after')) reply.header('retry-after', '1');
+  return reply.code(status).send({
+    success: false,
+    error: { code, message, ...(details !== undefined && { details }), requestId: String(request.id) },
+  });
+}
+
+/** The one place errors become HTTP responses (the failure envelope of DESIGN §2). */
+export const errorsPlugin = fp(async (app: FastifyInstance) => {
+  app.setErrorHandler((error: FastifyError, request, reply) => {
+    if (error instanceof DomainError) {
+      return sendFailure(reply, request, error.code, error.message, error.details);
+    }
+    if (hasZodFastifySchemaValidationErrors(error)) {
+      const context = error.validationContext ?? 'body';
+      const details = error.validation.map((issue) => ({
+        path: [context, ...issue.instancePath.split('/').filter(Boolean)].join('.'),
+        message: issue.message,
+      }));
+      return sendFailure(reply, request, 'VALIDATION_ERROR', 'request does not match the schema', details);
+    }
+    const known = error.code ? frameworkCodes[error.code] : undefined;
+    if (known) return sendFailure(reply, request, known.code, known.message ?? error.message);
+    if (error instanceof SyntaxError || (error.statusCode === 400 && /JSON|prototype/i.test(error.message))) {
+      return sendFailure(reply, request, 'INVALID_JSON', 'request body is not valid JSON');
+    }
+    if (isDatabaseUnavailable(error) || (error as { code?: string }).code === 'SERVICE_UNAVAILABLE') {
+      request.log.warn({ err: error }, 'dependency unavailable');
+      return sendFailure(reply, request, 'SERVICE_UNAVAILABLE', 'a dependency is unavailable; retry shortly');
+    }
+    // Safety net: a value Postgres cannot store (class 22, data exception) is the client's input.
+    if (sqlState(error)?.startsWith('22')) {
+      request.log.warn({ err: error }, 'data exception from input');
+      return sendFailure(reply, request, 'VALIDATION_ERROR', 'a value in the request cannot be stored');
+    }
+    if (error.statusCode && error.statusCode >= 400 && error.statusCode < 500) {
+      const code: ErrorCode =
+        error.statusCode === 404
+          ? 'NOT_FOUND'
+          : error.statusCode === 413
+            ? 'PAYLOAD_TOO_LARGE'
+            : error.statusCode === 415
+              ? 'UNSUPPORTED_MEDIA_TYPE'
+              : 'VALIDATION_ERROR';
+      return sendFailure(reply, request, code, error.message);
+    }
+    request.log.error({ err: error }, 'unhandled error');
+    return sendFailure(reply, request, 'INTERNAL_ERROR', 'internal error; quote the requestId when reporting it');
+  });
+
+  app.setNotFoundHandler((request, reply) =>
+    sendFailure(reply, request, 'NOT_FOUND', `no route ${request.method} ${request.url.split('?')[0]}`),
+  );
+});

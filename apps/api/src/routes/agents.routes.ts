@@ -1,0 +1,74 @@
+import type { Services } from '@vouch/core';
+import {
+  agent,
+  agentList,
+  agentParams,
+  agentScore,
+  listQuery,
+  registerBody,
+  scoreChange,
+  setScoreBody,
+} from '@vouch/schemas';
+import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
+import { ok, responses } from '../http.ts';
+
+export const agentsRoutes: FastifyPluginAsyncZod<{ services: Services }> = async (app, { services }) => {
+  app.get('/api/agents', {
+    schema: {
+      operationId: 'listAgents',
+      tags: ['agents'],
+      summary: 'List agents (paginated, filterable)',
+      querystring: listQuery,
+      response: responses({ 200: agentList }, [400]),
+    },
+    handler: async (req) => ok(await services.agents.list(req.query)),
+  });
+
+  app.get('/api/agents/:address', {
+    schema: {
+      operationId: 'getAgent',
+      tags: ['agents'],
+      summary: 'An agent with its score and transaction totals',
+      params: agentParams,
+      response: responses({ 200: agent }, [404]),
+    },
+    handler: async (req) => ok(await services.agents.get(req.params.address)),
+  });
+
+  app.get('/api/agents/:address/score', {
+    schema: {
+      operationId: 'getAgentScore',
+      tags: ['agents'],
+      summary: 'The stored score, grade and color',
+      params: agentParams,
+      response: responses({ 200: agentScore }, [404]),
+    },
+    handler: async (req) => ok(await services.agents.getScore(req.params.address)),
+  });
+
+  app.post('/api/agents/register', {
+    schema: {
+      operationId: 'registerAgent',
+      tags: ['agents'],
+      summary: 'Register an agent (an observed agent keeps its history)',
+      body: registerBody,
+      response: responses({ 201: agent }, [409, 413, 415]),
+    },
+    handler: async (req, reply) => {
+      reply.code(201);
+      return ok(await services.agents.register(req.body));
+    },
+  });
+
+  app.post('/api/agents/:address/score', {
+    schema: {
+      operationId: 'setAgentScore',
+      tags: ['agents'],
+      summary: 'Set a registered agent’s score; the change is kept in its score history',
+      params: agentParams,
+      body: setScoreBody,
+      response: responses({ 200: scoreChange }, [404, 413, 415, 422]),
+    },
+    handler: async (req) => ok(await services.agents.setScore(req.params.address, req.body)),
+  });
+};

@@ -1,0 +1,58 @@
+import type { Services } from '@vouch/core';
+import { agentParams, amountBody, budget, budgetCheck, setBudgetBody, spendResult } from '@vouch/schemas';
+import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
+import { ok, responses } from '../http.ts';
+import { idempotencyHeaders, idempotent } from '../idempotency.ts';
+
+export const budgetsRoutes: FastifyPluginAsyncZod<{ services: Services }> = async (app, { services }) => {
+  app.get('/api/budgets/:address', {
+    schema: {
+      operationId: 'getBudget',
+      tags: ['budgets'],
+      summary: 'Limits and what has been spent in the current UTC day and month',
+      params: agentParams,
+      response: responses({ 200: budget }, [404]),
+    },
+    handler: async (req) => ok(await services.budgets.get(req.params.address)),
+  });
+
+  app.post('/api/budgets/:address/set', {
+    schema: {
+      operationId: 'setBudget',
+      tags: ['budgets'],
+      summary: 'Set limits (first set: dailyLimit and monthlyLimit; perTxLimit defaults to dailyLimit)',
+      params: agentParams,
+      body: setBudgetBody,
+      response: responses({ 200: budget }, [404, 413, 415, 422]),
+    },
+    handler: async (req) => ok(await services.budgets.set(req.params.address, req.body)),
+  });
+
+  app.post('/api/budgets/:address/check', {
+    schema: {
+      operationId: 'checkBudget',
+      tags: ['budgets'],
+      summary: 'Would this spend be allowed now? Changes nothing',
+      params: agentParams,
+      body: amountBody,
+      response: responses({ 200: budgetCheck }, [404, 413, 415]),
+    },
+    handler: async (req) => ok(await services.budgets.check(req.params.address, req.body.amount)),
+  });
+
+  app.post('/api/budgets/:address/spend', {
+    schema: {
+      operationId: 'spend',
+      tags: ['budgets'],
+      summary: 'Debit the budget if every limit holds (atomic); a refusal is 422 BUDGET_EXCEEDED',
+      params: agentParams,
+      body: amountBody,
+      headers: idempotencyHeaders,
+      response: responses({ 200: spendResult }, [404, 409, 413, 415, 422]),
+    },
+    handler: async (req, reply) =>
+      idempotent(services, req, reply, (executor) =>
+        services.budgets.spend(req.params.address, req.body.amount, executor),
+      ),
+  });
+};

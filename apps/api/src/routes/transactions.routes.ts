@@ -1,0 +1,39 @@
+import type { Services } from '@vouch/core';
+import { agentParams, recordBody, transactionRecord, transactionStats } from '@vouch/schemas';
+import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
+import { ok, responses } from '../http.ts';
+import { idempotencyHeaders, idempotent } from '../idempotency.ts';
+
+export const transactionsRoutes: FastifyPluginAsyncZod<{ services: Services }> = async (app, { services }) => {
+  app.get('/api/transactions/:address/stats', {
+    schema: {
+      operationId: 'getTransactionStats',
+      tags: ['transactions'],
+      summary: 'Counts and volume from the agent’s recorded transactions',
+      params: agentParams,
+      response: responses({ 200: transactionStats }, [404]),
+    },
+    handler: async (req) => ok(await services.transactions.stats(req.params.address)),
+  });
+
+  app.post('/api/transactions/record', {
+    schema: {
+      operationId: 'recordTransaction',
+      tags: ['transactions'],
+      summary: 'Record a transaction (idempotent on agent + txHash); an unknown agent becomes observed',
+      body: recordBody,
+      headers: idempotencyHeaders,
+      response: responses({ 201: transactionRecord, 200: transactionRecord }, [409, 413, 415, 422]),
+    },
+    handler: async (req, reply) => {
+      const result = await idempotent(
+        services,
+        req,
+        reply,
+        (executor) => services.transactions.record(req.body, executor),
+        (value) => (value.created ? 201 : 200),
+      );
+      return ok(result.data.record);
+    },
+  });
+};

@@ -1,0 +1,138 @@
+import type { InjectOptions } from 'fastify';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { failureEnvelope } from '../../../packages/schemas/src/index.ts';
+import { createTestApp, type TestContext } from '../../../test/support/app.ts';
+import { createAgentWithBudget } from '../../../test/support/factories.ts';
+
+let t: TestContext;
+let agent: string;
+beforeAll(async () => {
+  t = await createTestApp();
+  agent = await createAgentWithBudget(t.app, { dailyLimit: '100', monthlyLimit: '1000' });
+});
+afterAll(() => t.close());
+
+/** Row counts of every table: a refused request must leave them all unchanged. */
+async function snapshot() {
+  const tables = ['agents', 'score_events', 'budgets', 'spends', 'transactions', 'idempotency_keys'] as const;
+  const counts: Record<string, unknown> = {};
+  for (const table of tables) counts[table] = (await t.database.db.selectFrom(table).selectAll().execute()).length;
+  counts.budget = await t.database.db.selectFrom('budgets').selectAll().execute();
+  return counts;
+}
+
+describe('the failure envelope for malformed requests', () => {
+  const cases: Array<{ name: string; status: number; code: string; request: InjectOptions }> = [
+    { name: 'unknown route', status: 404, code: 'NOT_FOUND', request: { method: 'GET', url: '/api/nothing' } },
+    { name: 'unknown method', status: 404, code: 'NOT_FOUND', request: { method: 'DELETE', url: '/api/agents' } },
+    {
+      name: 'malformed JSON',
+      status: 400,
+      code: 'INVALID_JSON',
+      request: {
+        method: 'POST',
+        url: '/api/budgets/AGENT/spend',
+        headers: { 'content-type': 'application/json' },
+        payload: '{"amount": "1"',
+      },
+    },
+    {
+      name: 'empty JSON body',
+      status: 400,
+      code: 'INVALID_JSON',
+      request: {
+        method: 'POST',
+        url: '/api/budgets/AGENT/spend',
+        headers: { 'content-type': 'application/json' },
+        payload: '',
+      },
+    },
+    {
+      name: 'prototype poisoning',
+      status: 400,
+      code: 'INVALID_JSON',
+      request: {
+        method: 'POST',
+        url: '/api/budgets/AGENT/spend',
+        headers: { 'content-type': 'application/json' },
+        payload: '{"amount":"1","__proto__":{"x":1}}',
+      },
+    },
+    {
+      name: 'wrong content type',
+      status: 415,
+      code: 'UNSUPPORTED_MEDIA_TYPE',
+      request: {
+        method: 'POST',
+        url: '/api/budgets/AGENT/spend',
+        headers: { 'content-type': 'text/plain' },
+        payload: '{"amount":"1"}',
+      },
+    },
+    {
+      name: 'form content type',
+      status: 415,
+      code: 'UNSUPPORTED_MEDIA_TYPE',
+      request: {
+        method: 'POST',
+        url: '/api/budgets/AGENT/spend',
+        headers: { 'content-type': 'application/x-www-form-urlencoded' },
+        payload: 'amount=1',
+      },
+    },
+    {
+      name: 'no body at all',
+      status: 400,
+      code: 'VALIDATION_ERROR',
+      request: { method: 'POST', url: '/api/budgets/AGENT/spend' },
+    },
+    {
+      name: 'body over 1 MiB',
+      status: 413,
+      code: 'PAYLOAD_TOO_LARGE',
+      request: {
+        method: 'POST',
+        url: '/api/budgets/AGENT/spend',
+        headers: { 'content-type': 'application/json' },
+        payload: JSON.stringify({ amount: '1', pad: 'x'.repeat(1024 * 1024) }),
+      },
+    },
+    {
+      name: 'bad address in the path',
+      status: 400,
+      code: 'VALIDATION_ERROR',
+      request: {
+        method: 'POST',
+        url: '/api/budgets/0xzz/spend',
+        headers: { 'content-type': 'application/json' },
+        payload: '{"amount":"1"}',
+      },
+    },
+  ];
+
+  for (const c of cases) {
+    it(`${c.name} → ${c.status} ${c.code}, nothing stored`, async () => {
+      const before = await snapshot();
+      const request = { ...c.request, url: String(c.request.url).replace('AGENT', agent) };
+      const res = await t.app.inject(request);
+      expect(res.statusCode).toBe(c.status);
+      const body = failureEnvelope.parse(res.json());
+      expect(body.error.code).toBe(c.code);
+      expect(body.error.requestId).toBe(res.headers['x-request-id']);
+      expect(await snapshot()).toEqual(before);
+    });
+  }
+});
+
+describe('request ids', () => {
+  it('echoes a sane X-Request-Id and generates one otherwise', async () => {
+    const echoed = await t.app.inject({ method: 'GET', url: '/api/agents', headers: { 'x-request-id': 'abc-123' } });
+    expect(echoed.headers['x-request-id']).toBe('abc-123');
+    const generated = await t.app.inject({
+      method: 'GET',
+      url: '/api/agents',
+      headers: { 'x-request-id': 'bad id with spaces' },
+    });
+    expect(generated.headers['x-request-id']).toMatch(/^[0-9a-f-]{36}$/);
+  });
+});

@@ -1,0 +1,60 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { freePort, type Spawned, spawnEntry, waitForHttp } from '../../../test/support/process.ts';
+
+// `npm start` on a bare machine: the embedded server as a real process over real HTTP.
+describe('embedded server (PGlite) as a process', () => {
+  let dataDir: string;
+  let base: string;
+  let server: Spawned;
+
+  beforeAll(async () => {
+    dataDir = mkdtempSync(join(tmpdir(), 'vouch-smoke-'));
+    const port = await freePort();
+    base = `http://127.0.0.1:${port}`;
+    server = spawnEntry('apps/api/src/main.ts', {
+      PORT: String(port),
+      DATA_DIR: dataDir,
+      DATABASE_URL: '',
+      REDIS_URL: '',
+    });
+    await waitForHttp(`${base}/api/agents`, server);
+  }, 90_000);
+
+  afterAll(() => {
+    server?.child.kill('SIGKILL');
+    rmSync(dataDir, { recursive: true, force: true });
+  });
+
+  it('serves the API over HTTP and keeps data on disk', async () => {
+    const address = '0x52908400098527886e0f7030069857d2e4169ee7';
+    const register = await fetch(`${base}/api/agents/register`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ address }),
+    });
+    expect(register.status).toBe(201);
+    const set = await fetch(`${base}/api/budgets/${address}/set`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ dailyLimit: '100', monthlyLimit: '500' }),
+    });
+    expect(set.status).toBe(200);
+    const spend = await fetch(`${base}/api/budgets/${address}/spend`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ amount: '40' }),
+    });
+    expect(await spend.json()).toMatchObject({ success: true, data: { dailySpent: '40' } });
+    const agent = await (await fetch(`${base}/api/agents/${address}`)).json();
+    expect(agent).toMatchObject({ success: true, data: { address, isRegistered: true } });
+    expect(server.output()).toContain('"driver":"pglite"');
+  });
+
+  it('shuts down cleanly on SIGTERM', async () => {
+    server.child.kill('SIGTERM');
+    expect(await server.exited).toBe(0);
+  });
+});

@@ -1,0 +1,144 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { successEnvelope, transactionRecord, transactionStats } from '../../../packages/schemas/src/index.ts';
+import { createTestApp, type TestContext } from '../../../test/support/app.ts';
+import { createAgent, get, post, randomAddress, randomTxHash, recordTx } from '../../../test/support/factories.ts';
+
+let t: TestContext;
+beforeAll(async () => {
+  t = await createTestApp();
+});
+afterAll(() => t.close());
+
+async function txCount(agent: string) {
+  const rows = await t.database.db.selectFrom('transactions').select('id').where('agent', '=', agent).execute();
+  return rows.length;
+}
+
+describe('POST /api/transactions/record', () => {
+  it('records a transaction (201) and answers the stored record for the same content (200)', async () => {
+    const agent = await createAgent(t.app);
+    const body = {
+      agent,
+      txHash: randomTxHash().toUpperCase().replace('0X', '0x'),
+      amount: '123',
+      type: 3,
+      timestamp: 1_790_000_000,
+    };
+    const first = await post(t.app, '/api/transactions/record', body);
+    expect(first.statusCode).toBe(201);
+    const record = successEnvelope(transactionRecord).parse(first.json()).data;
+    expect(record).toMatchObject({
+      agent,
+      txHash: body.txHash.toLowerCase(),
+      amount: '123',
+      type: 3,
+      typeName: 'CONTRACT_CALL',
+      success: true,
+      counterparty: null,
+      timestamp: 1_790_000_000,
+    });
+    const again = await post(t.app, '/api/transactions/record', { ...body, timestamp: undefined });
+    expect(again.statusCode).toBe(200);
+    expect(again.json().data).toEqual(record);
+    expect(await txCount(agent)).toBe(1);
+  });
+
+  it('answers 409 for the same (agent, txHash) with different content, naming the fields', async () => {
+    const agent = await createAgent(t.app);
+    const body = { agent, txHash: randomTxHash(), amount: '5', type: 0 };
+    await post(t.app, '/api/transactions/record', body);
+    const res = await post(t.app, '/api/transactions/record', { ...body, amount: '6', success: false });
+    expect(res.statusCode).toBe(409);
+    expect(res.json().error).toMatchObject({
+      code: 'TRANSACTION_CONFLICT',
+      details: { fields: ['amount', 'success'] },
+    });
+    expect(await txCount(agent)).toBe(1);
+  });
+
+  it('the same txHash for two agents is two records', async () => {
+    const [a, b] = [await createAgent(t.app), await createAgent(t.app)];
+    const txHash = randomTxHash();
+    expect((await post(t.app, '/api/transactions/record', { agent: a, txHash, amount: '1', type: 0 })).statusCode).toBe(
+      201,
+    );
+    expect((await post(t.app, '/api/transactions/record', { agent: b, txHash, amount: '1', type: 0 })).statusCode).toBe(
+      201,
+    );
+  });
+
+  it('makes an unknown agent known as observed', async () => {
+    const agent = randomAddress();
+    await recordTx(t.app, agent, { amount: '77' });
+    const res = await get(t.app, `/api/agents/${agent}`);
+    expect(res.json().data).toMatchObject({ isRegistered: false, transactionCount: 1, totalVolume: '77' });
+  });
+
+  it('rejects bad records and stores nothing', async () => {
+    const agent = randomAddress();
+    const good = { agent, txHash: randomTxHash(), amount: '1', type: 0 };
+    for (const bad of [
+      { ...good, type: 6 },
+      { ...good, type: -1 },
+      { ...good, type: 1.5 },
+      { ...good, amount: '0' },
+      { ...good, amount: 100 },
+      { ...good, txHash: '0x1234' },
+      { ...good, agent: '0xnothex' },
+      { ...good, counterparty: 'me' },
+      { ...good, success: 'yes' },
+      { ...good, timestamp: -1 },
+      { ...good, extra: true },
+      { agent, amount: '1', type: 0 },
+    ]) {
+      const res = await post(t.app, '/api/transactions/record', bad);
+      expect(res.statusCode, JSON.stringify(bad)).toBe(400);
+    }
+    expect((await get(t.app, `/api/agents/${agent}`)).statusCode).toBe(404);
+  });
+
+  it('replays with Idempotency-Key and refuses the key with another body', async () => {
+    const agent = await createAgent(t.app);
+    const headers = { 'idempotency-key': 'rec-1' };
+    const body = { agent, txHash: randomTxHash(), amount: '9', type: 1 };
+    const first = await post(t.app, '/api/transactions/record', body, headers);
+    const second = await post(t.app, '/api/transactions/record', body, headers);
+    expect(first.statusCode).toBe(201);
+    expect(second.statusCode).toBe(201);
+    expect(second.headers['idempotency-replayed']).toBe('true');
+    const other = await post(t.app, '/api/transactions/record', { ...body, amount: '10' }, headers);
+    expect(other.json().error.code).toBe('IDEMPOTENCY_KEY_REUSED');
+    expect(await txCount(agent)).toBe(1);
+  });
+});
+
+describe('GET /api/transactions/:address/stats', () => {
+  it('computes counts, exact volume and the latest time from the ledger', async () => {
+    const agent = await createAgent(t.app);
+    const empty = await get(t.app, `/api/transactions/${agent}/stats`);
+    expect(empty.json().data).toEqual({
+      totalCount: 0,
+      successCount: 0,
+      failedCount: 0,
+      totalVolume: '0',
+      lastTransactionTime: 0,
+    });
+    const big = (2n ** 256n - 1n).toString();
+    await recordTx(t.app, agent, { amount: big, timestamp: 1_700_000_000 });
+    await recordTx(t.app, agent, { amount: '1', success: false, timestamp: 1_800_000_000 });
+    await recordTx(t.app, agent, { amount: '2', timestamp: 1_750_000_000 });
+    const res = await get(t.app, `/api/transactions/${agent}/stats`);
+    const stats = successEnvelope(transactionStats).parse(res.json()).data;
+    expect(stats).toEqual({
+      totalCount: 3,
+      successCount: 2,
+      failedCount: 1,
+      totalVolume: (2n ** 256n + 2n).toString(),
+      lastTransactionTime: 1_800_000_000,
+    });
+  });
+
+  it('404s for an unknown agent', async () => {
+    expect((await get(t.app, `/api/transactions/${randomAddress()}/stats`)).statusCode).toBe(404);
+  });
+});

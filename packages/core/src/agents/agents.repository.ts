@@ -1,0 +1,186 @@
+import { type AgentRow, type DB, type Kysely, sql } from '@vouch/db';
+import type { SortOrder } from '@vouch/schemas';
+
+type Executor = Kysely<DB>;
+
+export function findAgent(db: Executor, address: string): Promise<AgentRow | undefined> {
+  return db.selectFrom('agents').selectAll().where('address', '=', address).executeTakeFirst();
+}
+
+/** The agent with its transaction aggregates, in one round trip. */
+export function findAgentWithActivity(db: Executor, address: string) {
+  return db
+    .selectFrom('agents')
+    .selectAll('agents')
+    .select((eb) => [
+      eb
+        .selectFrom('transactions')
+        .select(sql<number>`count(*)::int`.as('n'))
+        .whereRef('transactions.agent', '=', 'agents.address')
+        .as('transaction_count'),
+      eb
+        .selectFrom('transactions')
+        .select(sql<string>`coalesce(sum(amount), 0)::text`.as('v'))
+        .whereRef('transactions.agent', '=', 'agents.address')
+        .as('total_volume'),
+    ])
+    .where('address', '=', address)
+    .executeTakeFirst();
+}
+
+export interface RegisterValues {
+  address: string;
+  owner: string | null;
+  metadata: Record<string, unknown> | null;
+  now: Date;
+}
+
+/**
+ * Registers a new agent or promotes an observed one, in one statement. Returns
+ * nothing when the agent was already registered.
+ */
+export function registerAgent(db: Executor, v: RegisterValues): Promise<AgentRow | undefined> {
+  const metadata = v.metadata === null ? null : JSON.stringify(v.metadata);
+  return db
+    .insertInto('agents')
+    .values({
+      address: v.address,
+      is_registered: true,
+      owner: v.owner,
+      owner_changed_at: v.owner === null ? null : v.now,
+      metadata,
+      score: 0,
+      first_seen_at: v.now,
+      registered_at: v.now,
+      updated_at: v.now,
+    })
+    .onConflict((oc) =>
+      oc
+        .column('address')
+        .doUpdateSet({
+          is_registered: true,
+          registered_at: v.now,
+          owner: v.owner,
+          owner_changed_at: v.owner === null ? null : v.now,
+          metadata,
+          updated_at: v.now,
+        })
+        .where('agents.is_registered', '=', false),
+    )
+    .returningAll()
+    .executeTakeFirst();
+}
+
+/** Makes an address known as observed (unregistered) if it is not known yet. */
+export async function ensureObserved(db: Executor, address: string, now: Date): Promise<void> {
+  await db
+    .insertInto('agents')
+    .values({ address, is_registered: false, score: 0, first_seen_at: now, updated_at: now })
+    .onConflict((oc) => oc.column('address').doNothing())
+    .execute();
+}
+
+export async function touchAgent(db: Executor, address: string, now: Date): Promise<void> {
+  await db.updateTable('agents').set({ updated_at: now }).where('address', '=', address).execute();
+}
+
+/**
+ * Writes a new score and its history row in one statement. Only registered agents
+ * take score writes; returns nothing otherwise.
+ */
+export async function writeScore(
+  db: Executor,
+  v: { address: string; score: number; source: 'manual' | 'batch' | 'model'; reason: string | null; now: Date },
+): Promise<{ old_score: number; new_score: number } | undefined> {
+  const result = await sql<{ old_score: number; new_score: number }>`
+    WITH old AS (
+      SELECT address, score FROM agents WHERE address = ${v.address} AND is_registered FOR UPDATE
+    ), upd AS (
+      UPDATE agents SET score = ${v.score}, updated_at = ${v.now}
+      FROM old WHERE agents.address = old.address
+      RETURNING agents.address, old.score AS old_score, agents.score AS new_score
+    )
+    INSERT INTO score_events (agent, old_score, new_score, source, reason, created_at)
+    SELECT address, old_score, new_score, ${v.source}, ${v.reason}, ${v.now} FROM upd
+    RETURNING old_score, new_score`.execute(db);
+  return result.rows[0];
+}
+
+export interface ListFilter {
+  minScore: number;
+  maxScore: number;
+  registered?: boolean | undefined;
+}
+
+export interface ListCursor {
+  /** score, or updated_at in epoch milliseconds for `recent`. */
+  key: number;
+  address: string;
+}
+
+export async function listAgents(
+  db: Executor,
+  filter: ListFilter,
+  sort: SortOrder,
+  limit: number,
+  after: ListCursor | null,
+) {
+  let query = db
+    .selectFrom('agents')
+    .select(['address', 'score', 'is_registered', 'updated_at'])
+    .where('score', '>=', filter.minScore)
+    .where('score', '<=', filter.maxScore);
+  if (filter.registered !== undefined) query = query.where('is_registered', '=', filter.registered);
+  let counted = db
+    .selectFrom('agents')
+    .select(sql<number>`count(*)::int`.as('total'))
+    .where('score', '>=', filter.minScore)
+    .where('score', '<=', filter.maxScore);
+  if (filter.registered !== undefined) counted = counted.where('is_registered', '=', filter.registered);
+
+  if (after) {
+    const { key, address } = after;
+    if (sort === 'score_desc') {
+      query = query.where((eb) =>
+        eb.or([eb('score', '<', key), eb.and([eb('score', '=', key), eb('address', '>', address)])]),
+      );
+    } else if (sort === 'score_asc') {
+      query = query.where((eb) =>
+        eb.or([eb('score', '>', key), eb.and([eb('score', '=', key), eb('address', '>', address)])]),
+      );
+    } else {
+      const at = new Date(key);
+      query = query.where((eb) =>
+        eb.or([eb('updated_at', '<', at), eb.and([eb('updated_at', '=', at), eb('address', '>', address)])]),
+      );
+    }
+  }
+  if (sort === 'score_desc') query = query.orderBy('score', 'desc');
+  else if (sort === 'score_asc') query = query.orderBy('score', 'asc');
+  else query = query.orderBy('updated_at', 'desc');
+  query = query.orderBy('address', 'asc').limit(limit + 1);
+
+  const [rows, total] = await Promise.all([query.execute(), counted.executeTakeFirstOrThrow()]);
+  return { rows, total: total.total };
+}
+
+/** Everything the score model reads about one agent. */
+export async function scoreActivity(db: Executor, address: string, since: Date) {
+  const result = await sql<{
+    transaction_count: number;
+    success_count: number;
+    total_volume: string;
+    spend_attempts: number;
+    spends_within: number;
+  }>`
+    SELECT
+      (SELECT count(*)::int FROM transactions WHERE agent = ${address}) AS transaction_count,
+      (SELECT count(*)::int FROM transactions WHERE agent = ${address} AND success) AS success_count,
+      (SELECT coalesce(sum(amount), 0)::text FROM transactions WHERE agent = ${address}) AS total_volume,
+      (SELECT count(*)::int FROM spends WHERE agent = ${address} AND created_at >= ${since}) AS spend_attempts,
+      (SELECT count(*)::int FROM spends WHERE agent = ${address} AND created_at >= ${since} AND accepted) AS spends_within
+  `.execute(db);
+  const row = result.rows[0];
+  if (!row) throw new Error('activity query returned no row');
+  return row;
+}

@@ -1,0 +1,162 @@
+import type { AgentRow, DB, Kysely } from '@vouch/db';
+import type { Agent, ListQuery, RegisterInput, SetScoreInput } from '@vouch/schemas';
+import { type Clock, toUnixSeconds } from '../shared/clock.ts';
+import {
+  AgentAlreadyRegisteredError,
+  AgentNotFoundError,
+  AgentNotRegisteredError,
+  ValidationError,
+} from '../shared/errors.ts';
+import { colorFor, type Grade, gradeFor, gradeRange } from './agents.model.ts';
+import * as repo from './agents.repository.ts';
+
+export interface AgentsDeps {
+  db: Kysely<DB>;
+  clock: Clock;
+}
+
+export function toAgent(row: AgentRow & { transaction_count: number | null; total_volume: string | null }): Agent {
+  return {
+    address: row.address,
+    score: row.score,
+    grade: gradeFor(row.score),
+    color: colorFor(row.score),
+    isRegistered: row.is_registered,
+    owner: row.owner,
+    metadata: row.metadata,
+    firstSeenAt: toUnixSeconds(row.first_seen_at),
+    registeredAt: row.registered_at ? toUnixSeconds(row.registered_at) : null,
+    lastUpdated: toUnixSeconds(row.updated_at),
+    transactionCount: row.transaction_count ?? 0,
+    totalVolume: row.total_volume ?? '0',
+  };
+}
+
+function encodeCursor(cursor: repo.ListCursor): string {
+  return Buffer.from(JSON.stringify([cursor.key, cursor.address])).toString('base64url');
+}
+
+function decodeCursor(cursor: string): repo.ListCursor {
+  try {
+    const parsed: unknown = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8'));
+    if (
+      Array.isArray(parsed) &&
+      parsed.length === 2 &&
+      Number.isSafeInteger(parsed[0]) &&
+      typeof parsed[1] === 'string' &&
+      /^0x[0-9a-f]{40}$/.test(parsed[1])
+    ) {
+      return { key: parsed[0], address: parsed[1] };
+    }
+  } catch {
+    // fall through to the validation error
+  }
+  throw new ValidationError([{ path: 'querystring.cursor', message: 'is not a cursor this service issued' }]);
+}
+
+export function createAgentsService({ db, clock }: AgentsDeps) {
+  /** Throws unless the address is known; returns the row. */
+  async function requireKnown(address: string): Promise<AgentRow> {
+    const row = await repo.findAgent(db, address);
+    if (!row) throw new AgentNotFoundError(address);
+    return row;
+  }
+
+  return {
+    requireKnown,
+
+    async requireRegistered(address: string): Promise<AgentRow> {
+      const row = await requireKnown(address);
+      if (!row.is_registered) throw new AgentNotRegisteredError(address);
+      return row;
+    },
+
+    async get(address: string): Promise<Agent> {
+      const row = await repo.findAgentWithActivity(db, address);
+      if (!row) throw new AgentNotFoundError(address);
+      return toAgent(row);
+    },
+
+    async getScore(address: string) {
+      const row = await repo.findAgent(db, address);
+      if (!row) throw new AgentNotFoundError(address);
+      return { score: row.score, grade: gradeFor(row.score), color: colorFor(row.score) };
+    },
+
+    async register(input: RegisterInput): Promise<Agent> {
+      const row = await repo.registerAgent(db, {
+        address: input.address,
+        owner: input.owner ?? null,
+        metadata: input.metadata ?? null,
+        now: clock(),
+      });
+      if (!row) throw new AgentAlreadyRegisteredError(input.address);
+      const full = await repo.findAgentWithActivity(db, input.address);
+      return toAgent(full ?? { ...row, transaction_count: 0, total_volume: '0' });
+    },
+
+    async setScore(address: string, input: SetScoreInput) {
+      const now = clock();
+      const written = await repo.writeScore(db, {
+        address,
+        score: input.score,
+        source: 'manual',
+        reason: input.reason,
+        now,
+      });
+      if (!written) {
+        const row = await requireKnown(address);
+        if (!row.is_registered) throw new AgentNotRegisteredError(address);
+        throw new Error(`score write for ${address} matched no row`);
+      }
+      return {
+        address,
+        previousScore: written.old_score,
+        score: written.new_score,
+        grade: gradeFor(written.new_score),
+        color: colorFor(written.new_score),
+        reason: input.reason,
+        updatedAt: toUnixSeconds(now),
+      };
+    },
+
+    async list(query: ListQuery) {
+      let minScore = query.minScore ?? 0;
+      let maxScore = query.maxScore ?? 1000;
+      if (query.grade) {
+        const range = gradeRange(query.grade as Grade);
+        minScore = Math.max(minScore, range.min);
+        maxScore = Math.min(maxScore, range.max);
+      }
+      const after = query.cursor ? decodeCursor(query.cursor) : null;
+      const { rows, total } = await repo.listAgents(
+        db,
+        { minScore, maxScore, registered: query.registered },
+        query.sort,
+        query.limit,
+        after,
+      );
+      const page = rows.slice(0, query.limit);
+      const last = page[page.length - 1];
+      const nextCursor =
+        rows.length > query.limit && last
+          ? encodeCursor({
+              key: query.sort === 'recent' ? last.updated_at.getTime() : last.score,
+              address: last.address,
+            })
+          : null;
+      return {
+        agents: page.map((row) => ({
+          address: row.address,
+          score: row.score,
+          grade: gradeFor(row.score),
+          isRegistered: row.is_registered,
+        })),
+        total,
+        nextCursor,
+      };
+    },
+  };
+}
+
+export type AgentsService = ReturnType<typeof createAgentsService>;

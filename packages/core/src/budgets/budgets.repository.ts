@@ -1,0 +1,103 @@
+import { type BudgetRow, type DB, type Kysely, sql } from '@vouch/db';
+
+type Executor = Kysely<DB>;
+
+export function findBudget(db: Executor, agent: string): Promise<BudgetRow | undefined> {
+  return db.selectFrom('budgets').selectAll().where('agent', '=', agent).executeTakeFirst();
+}
+
+export interface LimitsPatch {
+  dailyLimit?: string | undefined;
+  monthlyLimit?: string | undefined;
+  perTxLimit?: string | undefined;
+}
+
+/** First set: all three limits; a concurrent first set of the same agent updates instead. */
+export function insertBudget(
+  db: Executor,
+  agent: string,
+  limits: { dailyLimit: string; monthlyLimit: string; perTxLimit: string },
+  windows: { day: Date; month: Date; now: Date },
+): Promise<BudgetRow> {
+  return db
+    .insertInto('budgets')
+    .values({
+      agent,
+      daily_limit: limits.dailyLimit,
+      monthly_limit: limits.monthlyLimit,
+      per_tx_limit: limits.perTxLimit,
+      daily_spent: '0',
+      monthly_spent: '0',
+      day_start: windows.day,
+      month_start: windows.month,
+      created_at: windows.now,
+      updated_at: windows.now,
+    })
+    .onConflict((oc) =>
+      oc.column('agent').doUpdateSet({
+        daily_limit: limits.dailyLimit,
+        monthly_limit: limits.monthlyLimit,
+        per_tx_limit: limits.perTxLimit,
+        updated_at: windows.now,
+      }),
+    )
+    .returningAll()
+    .executeTakeFirstOrThrow();
+}
+
+export function updateLimits(db: Executor, agent: string, patch: LimitsPatch, now: Date) {
+  return db
+    .updateTable('budgets')
+    .set({
+      ...(patch.dailyLimit !== undefined && { daily_limit: patch.dailyLimit }),
+      ...(patch.monthlyLimit !== undefined && { monthly_limit: patch.monthlyLimit }),
+      ...(patch.perTxLimit !== undefined && { per_tx_limit: patch.perTxLimit }),
+      updated_at: now,
+    })
+    .where('agent', '=', agent)
+    .returningAll()
+    .executeTakeFirst();
+}
+
+export type SpendRow = BudgetRow & { spend_id: string };
+
+/**
+ * The spend: one statement that rolls the windows forward, debits only if every
+ * limit holds against the row as it is when the row lock is taken (Postgres
+ * re-evaluates a concurrently updated row), and writes the ledger entry, accepted
+ * or refused. `last_refusal` carries this attempt's outcome to the ledger insert.
+ * Returns nothing when the agent has no budget.
+ */
+export async function spend(
+  db: Executor,
+  v: { agent: string; amount: string; day: Date; month: Date; now: Date },
+): Promise<SpendRow | undefined> {
+  const amount = sql`${v.amount}::numeric`;
+  // Counters of windows that have passed count as zero; windows only move forward.
+  const daily = sql`(CASE WHEN b.day_start >= ${v.day} THEN b.daily_spent ELSE 0 END)`;
+  const monthly = sql`(CASE WHEN b.month_start >= ${v.month} THEN b.monthly_spent ELSE 0 END)`;
+  const refusal = sql`(CASE
+      WHEN ${amount} > b.per_tx_limit THEN 'PER_TX_LIMIT'
+      WHEN ${daily} + ${amount} > b.daily_limit THEN 'DAILY_LIMIT'
+      WHEN ${monthly} + ${amount} > b.monthly_limit THEN 'MONTHLY_LIMIT'
+    END)`;
+  const debit = sql`(CASE WHEN ${refusal} IS NULL THEN ${amount} ELSE 0 END)`;
+  const result = await sql<SpendRow>`
+    WITH upd AS (
+      UPDATE budgets AS b SET
+        daily_spent = ${daily} + ${debit},
+        monthly_spent = ${monthly} + ${debit},
+        last_refusal = ${refusal},
+        day_start = GREATEST(b.day_start, ${v.day}),
+        month_start = GREATEST(b.month_start, ${v.month}),
+        updated_at = ${v.now}
+      WHERE b.agent = ${v.agent}
+      RETURNING b.*
+    ), ledger AS (
+      INSERT INTO spends (agent, amount, accepted, reason, created_at)
+      SELECT agent, ${amount}, last_refusal IS NULL, last_refusal, ${v.now} FROM upd
+      RETURNING id
+    )
+    SELECT upd.*, ledger.id::text AS spend_id FROM upd CROSS JOIN ledger`.execute(db);
+  return result.rows[0];
+}

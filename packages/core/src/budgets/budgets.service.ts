@@ -1,0 +1,173 @@
+import type { BudgetRow, DB, Kysely } from '@vouch/db';
+import type { Budget, BudgetCheck, SetBudgetInput, SpendResult } from '@vouch/schemas';
+import { findAgent } from '../agents/agents.repository.ts';
+import { type Clock, toUnixSeconds } from '../shared/clock.ts';
+import {
+  AgentNotFoundError,
+  AgentNotRegisteredError,
+  BudgetExceededError,
+  BudgetNotFoundError,
+  BudgetNotSetError,
+  ValidationError,
+} from '../shared/errors.ts';
+import {
+  type BudgetState,
+  dayStart,
+  evaluateSpend,
+  monthStart,
+  nextDayStart,
+  nextMonthStart,
+} from './budgets.model.ts';
+import * as repo from './budgets.repository.ts';
+
+export interface BudgetsDeps {
+  db: Kysely<DB>;
+  clock: Clock;
+}
+
+function toState(row: BudgetRow): BudgetState {
+  return {
+    dailyLimit: BigInt(row.daily_limit),
+    monthlyLimit: BigInt(row.monthly_limit),
+    perTxLimit: BigInt(row.per_tx_limit),
+    dailySpent: BigInt(row.daily_spent),
+    monthlySpent: BigInt(row.monthly_spent),
+    dayStart: row.day_start,
+    monthStart: row.month_start,
+  };
+}
+
+function resets(now: Date) {
+  return { dailyResetsAt: toUnixSeconds(nextDayStart(now)), monthlyResetsAt: toUnixSeconds(nextMonthStart(now)) };
+}
+
+export function createBudgetsService({ db, clock }: BudgetsDeps) {
+  function toBudget(row: BudgetRow, now: Date): Budget {
+    const state = toState(row);
+    const evaluation = evaluateSpend(state, 0n, now);
+    return {
+      dailyLimit: row.daily_limit,
+      dailySpent: evaluation.dailySpent.toString(),
+      monthlyLimit: row.monthly_limit,
+      monthlySpent: evaluation.monthlySpent.toString(),
+      perTxLimit: row.per_tx_limit,
+      dailyRemaining: evaluation.dailyRemaining.toString(),
+      monthlyRemaining: evaluation.monthlyRemaining.toString(),
+      ...resets(now),
+      updatedAt: toUnixSeconds(row.updated_at),
+    };
+  }
+
+  async function requireRegistered(executor: Kysely<DB>, address: string) {
+    const agent = await findAgent(executor, address);
+    if (!agent) throw new AgentNotFoundError(address);
+    if (!agent.is_registered) throw new AgentNotRegisteredError(address);
+    return agent;
+  }
+
+  return {
+    async get(address: string): Promise<Budget> {
+      const budget = await repo.findBudget(db, address);
+      if (!budget) {
+        if (!(await findAgent(db, address))) throw new AgentNotFoundError(address);
+        throw new BudgetNotFoundError(address);
+      }
+      return toBudget(budget, clock());
+    },
+
+    /**
+     * First set needs dailyLimit and monthlyLimit (perTxLimit defaults to dailyLimit);
+     * later sets change any subset and keep what has been spent.
+     */
+    async set(address: string, input: SetBudgetInput): Promise<Budget> {
+      await requireRegistered(db, address);
+      const now = clock();
+      let row = await repo.updateLimits(db, address, input, now);
+      if (!row) {
+        const missing = (['dailyLimit', 'monthlyLimit'] as const).filter((k) => input[k] === undefined);
+        if (missing.length) {
+          throw new ValidationError(
+            missing.map((k) => ({ path: `body.${k}`, message: 'is required when the agent has no budget yet' })),
+          );
+        }
+        const dailyLimit = input.dailyLimit as string;
+        row = await repo.insertBudget(
+          db,
+          address,
+          { dailyLimit, monthlyLimit: input.monthlyLimit as string, perTxLimit: input.perTxLimit ?? dailyLimit },
+          { day: dayStart(now), month: monthStart(now), now },
+        );
+      }
+      return toBudget(row, now);
+    },
+
+    /** Advisory: would this amount be allowed now? Changes nothing. */
+    async check(address: string, amount: string): Promise<BudgetCheck> {
+      const now = clock();
+      const budget = await repo.findBudget(db, address);
+      if (!budget) {
+        if (!(await findAgent(db, address))) throw new AgentNotFoundError(address);
+        return {
+          allowed: false,
+          amount,
+          dailyRemaining: '0',
+          monthlyRemaining: '0',
+          perTxLimit: null,
+          reason: 'NO_BUDGET',
+          ...resets(now),
+        };
+      }
+      const evaluation = evaluateSpend(toState(budget), BigInt(amount), now);
+      return {
+        allowed: evaluation.allowed,
+        amount,
+        dailyRemaining: evaluation.dailyRemaining.toString(),
+        monthlyRemaining: evaluation.monthlyRemaining.toString(),
+        perTxLimit: budget.per_tx_limit,
+        reason: evaluation.reason,
+        ...resets(now),
+      };
+    },
+
+    /**
+     * Debits the budget if every limit holds, atomically. A refusal debits nothing,
+     * stays in the ledger, and is thrown as BUDGET_EXCEEDED. `executor` lets an
+     * idempotent request run the spend inside its own transaction.
+     */
+    async spend(address: string, amount: string, executor: Kysely<DB> = db): Promise<SpendResult> {
+      const now = clock();
+      const row = await repo.spend(executor, {
+        agent: address,
+        amount,
+        day: dayStart(now),
+        month: monthStart(now),
+        now,
+      });
+      if (!row) {
+        await requireRegistered(executor, address);
+        throw new BudgetNotSetError(address);
+      }
+      const dailyRemaining = BigInt(row.daily_limit) - BigInt(row.daily_spent);
+      const monthlyRemaining = BigInt(row.monthly_limit) - BigInt(row.monthly_spent);
+      const result: SpendResult = {
+        allowed: row.last_refusal === null,
+        amount,
+        spendId: row.spend_id,
+        dailySpent: row.daily_spent,
+        monthlySpent: row.monthly_spent,
+        dailyRemaining: (dailyRemaining > 0n ? dailyRemaining : 0n).toString(),
+        monthlyRemaining: (monthlyRemaining > 0n ? monthlyRemaining : 0n).toString(),
+        perTxLimit: row.per_tx_limit,
+        reason: row.last_refusal as SpendResult['reason'],
+        ...resets(now),
+      };
+      if (!result.allowed) {
+        const { allowed: _allowed, ...details } = result;
+        throw new BudgetExceededError({ ...details, reason: row.last_refusal as string });
+      }
+      return result;
+    },
+  };
+}
+
+export type BudgetsService = ReturnType<typeof createBudgetsService>;

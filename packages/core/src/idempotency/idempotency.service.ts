@@ -1,0 +1,119 @@
+import { createHash } from 'node:crypto';
+import { type DB, type Kysely, sql } from '@vouch/db';
+import { canonicalJson } from '../shared/canonical-json.ts';
+import type { Clock } from '../shared/clock.ts';
+import { DomainError, IdempotencyInProgressError, IdempotencyKeyReusedError } from '../shared/errors.ts';
+
+/** How long a key and its stored response are kept. */
+export const IDEMPOTENCY_TTL_MS = 24 * 60 * 60 * 1000;
+
+export interface IdempotentRequest {
+  /** What the key is scoped to: the route and, once keys exist, the client. */
+  scope: string;
+  key: string;
+  /** The request's meaningful content (path params and body). */
+  request: unknown;
+}
+
+/** What the first request answered, replayed for a retry. */
+export interface StoredOutcome {
+  statusCode: number;
+  ok: boolean;
+  data?: unknown;
+  error?: { code: DomainError['code']; message: string; details?: unknown };
+}
+
+export type IdempotentResult<T> = { replayed: false; value: T } | { replayed: true; outcome: StoredOutcome };
+
+export function requestHash(request: unknown): string {
+  return createHash('sha256').update(canonicalJson(request)).digest('hex');
+}
+
+export function createIdempotencyService({ db, clock }: { db: Kysely<DB>; clock: Clock }) {
+  return {
+    /**
+     * Runs `work` at most once per key. The work, its outcome (value or domain
+     * error) and the key are committed in one transaction, so a crash can never
+     * leave an effect without its key or a key without its effect. A concurrent
+     * request with the same key is refused with 409 rather than waiting.
+     */
+    async execute<T>(
+      req: IdempotentRequest,
+      statusOf: (value: T) => number,
+      work: (trx: Kysely<DB>) => Promise<T>,
+    ): Promise<IdempotentResult<T>> {
+      const hash = requestHash(req.request);
+      const result = await db.transaction().execute(async (trx) => {
+        const now = clock();
+        const lock = await sql<{ locked: boolean }>`
+          SELECT pg_try_advisory_xact_lock(hashtextextended(${`${req.scope}\n${req.key}`}, 0)) AS locked`.execute(trx);
+        if (!lock.rows[0]?.locked) throw new IdempotencyInProgressError();
+
+        const stored = await trx
+          .selectFrom('idempotency_keys')
+          .selectAll()
+          .where('scope', '=', req.scope)
+          .where('key', '=', req.key)
+          .where('expires_at', '>', now)
+          .executeTakeFirst();
+        if (stored) {
+          if (stored.request_hash !== hash) throw new IdempotencyKeyReusedError();
+          return { replayed: true as const, outcome: stored.response as unknown as StoredOutcome };
+        }
+
+        let value: T | undefined;
+        let outcome: StoredOutcome;
+        try {
+          value = await work(trx);
+          outcome = { statusCode: statusOf(value), ok: true, data: value };
+        } catch (error) {
+          // A domain refusal is an answer too (a refused spend stays in the ledger).
+          if (!(error instanceof DomainError)) throw error;
+          outcome = {
+            statusCode: error.status,
+            ok: false,
+            error: { code: error.code, message: error.message, details: error.details },
+          };
+        }
+        await trx
+          .insertInto('idempotency_keys')
+          .values({
+            scope: req.scope,
+            key: req.key,
+            request_hash: hash,
+            status_code: outcome.statusCode,
+            response: JSON.stringify(outcome),
+            created_at: now,
+            expires_at: new Date(now.getTime() + IDEMPOTENCY_TTL_MS),
+          })
+          .onConflict((oc) =>
+            oc.columns(['scope', 'key']).doUpdateSet({
+              request_hash: hash,
+              status_code: outcome.statusCode,
+              response: JSON.stringify(outcome),
+              created_at: now,
+              expires_at: new Date(now.getTime() + IDEMPOTENCY_TTL_MS),
+            }),
+          )
+          .execute();
+        return { replayed: false as const, value, outcome };
+      });
+      if (result.replayed) return result;
+      if (!result.outcome.ok) throw rebuildError(result.outcome);
+      return { replayed: false, value: result.value as T };
+    },
+
+    /** Drops keys past their retention; returns how many. */
+    async purgeExpired(): Promise<number> {
+      const deleted = await db.deleteFrom('idempotency_keys').where('expires_at', '<=', clock()).executeTakeFirst();
+      return Number(deleted.numDeletedRows);
+    },
+  };
+}
+
+export function rebuildError(outcome: StoredOutcome): DomainError {
+  const error = outcome.error;
+  return new DomainError(error?.code ?? 'INTERNAL_ERROR', error?.message ?? 'stored failure', error?.details);
+}
+
+export type IdempotencyService = ReturnType<typeof createIdempotencyService>;

@@ -1,0 +1,12 @@
+export * from './agents/agents.model.ts';
+export { type AgentsService, createAgentsService } from './agents/agents.service.ts';
+export * from './budgets/budgets.model.ts';
+export { type BudgetsService, createBudgetsService } from './budgets/budgets.service.ts';
+export * from './idempotency/idempotency.service.ts';
+export * from './scores/scores.model.ts';
+export { createScoresService, type ScoresService } from './scores/scores.service.ts';
+export { type CoreDeps, createServices, type Services } from './services.ts';
+export { canonicalJson } from './shared/canonical-json.ts';
+export { type Clock, systemClock, toUnixSeconds } from './shared/clock.ts';
+export * from './shared/errors.ts';
+export { createTransactionsService, type TransactionsService } from './transactions/transactions.service.ts';

@@ -1,0 +1,96 @@
+import type { DB, Kysely, TransactionRow } from '@vouch/db';
+import { type RecordInput, type TransactionRecord, type TransactionStats, transactionTypes } from '@vouch/schemas';
+import { ensureObserved, findAgent, touchAgent } from '../agents/agents.repository.ts';
+import { type Clock, toUnixSeconds } from '../shared/clock.ts';
+import { AgentNotFoundError, TransactionConflictError } from '../shared/errors.ts';
+import * as repo from './transactions.repository.ts';
+
+export interface TransactionsDeps {
+  db: Kysely<DB>;
+  clock: Clock;
+  /** Called after a new transaction is committed (schedules the agent's score refresh). */
+  onRecorded?: (agent: string) => void;
+}
+
+export function toRecord(row: TransactionRow): TransactionRecord {
+  return {
+    agent: row.agent,
+    txHash: row.tx_hash,
+    amount: row.amount,
+    type: row.type,
+    typeName: transactionTypes[row.type] ?? 'OTHER',
+    success: row.success,
+    counterparty: row.counterparty,
+    timestamp: toUnixSeconds(row.occurred_at),
+    recordedAt: toUnixSeconds(row.recorded_at),
+  };
+}
+
+/** Fields of a retry that disagree with the stored record (an omitted timestamp matches any). */
+function conflictingFields(row: TransactionRow, input: RecordInput): string[] {
+  const fields: string[] = [];
+  if (row.amount !== input.amount) fields.push('amount');
+  if (row.type !== input.type) fields.push('type');
+  if (row.success !== (input.success ?? true)) fields.push('success');
+  if (row.counterparty !== (input.counterparty ?? null)) fields.push('counterparty');
+  if (input.timestamp !== undefined && toUnixSeconds(row.occurred_at) !== input.timestamp) fields.push('timestamp');
+  return fields;
+}
+
+export function createTransactionsService({ db, clock, onRecorded }: TransactionsDeps) {
+  return {
+    /**
+     * Records a transaction, making its agent known (observed) if needed. The same
+     * `(agent, txHash)` with the same content answers the stored record
+     * (`created: false`); with different content it is a conflict.
+     */
+    async record(
+      input: RecordInput,
+      executor: Kysely<DB> = db,
+    ): Promise<{ created: boolean; record: TransactionRecord }> {
+      const now = clock();
+      const run = async (trx: Kysely<DB>) => {
+        await ensureObserved(trx, input.agent, now);
+        const inserted = await repo.insertTransaction(trx, {
+          agent: input.agent,
+          txHash: input.txHash,
+          amount: input.amount,
+          type: input.type,
+          success: input.success ?? true,
+          counterparty: input.counterparty ?? null,
+          occurredAt: input.timestamp === undefined ? now : new Date(input.timestamp * 1000),
+          recordedAt: now,
+        });
+        if (inserted) {
+          await touchAgent(trx, input.agent, now);
+          return { created: true, row: inserted };
+        }
+        const existing = await repo.findTransaction(trx, input.agent, input.txHash);
+        if (!existing) throw new Error('transaction vanished between insert and read');
+        return { created: false, row: existing };
+      };
+      const { created, row } = executor.isTransaction ? await run(executor) : await db.transaction().execute(run);
+      if (!created) {
+        const fields = conflictingFields(row, input);
+        if (fields.length) throw new TransactionConflictError(input.txHash, fields);
+      } else {
+        onRecorded?.(input.agent);
+      }
+      return { created, record: toRecord(row) };
+    },
+
+    async stats(address: string): Promise<TransactionStats> {
+      const [agent, stats] = await Promise.all([findAgent(db, address), repo.transactionStats(db, address)]);
+      if (!agent) throw new AgentNotFoundError(address);
+      return {
+        totalCount: stats.total_count,
+        successCount: stats.success_count,
+        failedCount: stats.total_count - stats.success_count,
+        totalVolume: stats.total_volume,
+        lastTransactionTime: stats.last_time ? toUnixSeconds(stats.last_time) : 0,
+      };
+    },
+  };
+}
+
+export type TransactionsService = ReturnType<typeof createTransactionsService>;

@@ -1,0 +1,7 @@
+export type { Kysely, Transaction } from 'kysely';
+export { sql } from 'kysely';
+export { createDatabase, type Database, type DatabaseDriver, type DatabaseOptions } from './client.ts';
+export { isDatabaseUnavailable, sqlState } from './errors.ts';
+export { migrateToLatest } from './migrate.ts';
+export { migrations } from './migrations/index.ts';
+export type * from './schema.ts';

@@ -1,0 +1,7 @@
+import type { Migration } from 'kysely';
+import * as initial from './20261121000000-initial.ts';
+
+/** Every migration, in order. Names are timestamped; never rename or reorder a landed one. */
+export const migrations: Record<string, Migration> = {
+  '20261121000000-initial': initial,
+};

@@ -1,0 +1,160 @@
+import type { ColumnType, Generated, Insertable, Selectable, Updateable } from 'kysely';
+
+/** numeric(78,0) travels as a decimal string in both drivers. */
+type Uint256 = ColumnType<string, string | bigint, string | bigint>;
+type Timestamp = ColumnType<Date, Date | string, Date | string>;
+type CreatedAt = ColumnType<Date, Date | string | undefined, never>;
+type Json = ColumnType<Record<string, unknown>, string, string>;
+
+export interface AgentsTable {
+  address: string;
+  is_registered: boolean;
+  owner: string | null;
+  owner_changed_at: Timestamp | null;
+  metadata: Json | null;
+  score: number;
+  first_seen_at: Timestamp;
+  registered_at: Timestamp | null;
+  updated_at: Timestamp;
+}
+
+export type ScoreSource = 'manual' | 'batch' | 'model';
+
+export interface ScoreEventsTable {
+  id: Generated<string>;
+  agent: string;
+  old_score: number;
+  new_score: number;
+  source: ScoreSource;
+  reason: string | null;
+  created_at: Timestamp;
+}
+
+export interface BudgetsTable {
+  agent: string;
+  daily_limit: Uint256;
+  monthly_limit: Uint256;
+  per_tx_limit: Uint256;
+  daily_spent: Uint256;
+  monthly_spent: Uint256;
+  day_start: Timestamp;
+  month_start: Timestamp;
+  last_refusal: string | null;
+  created_at: Timestamp;
+  updated_at: Timestamp;
+}
+
+export interface SpendsTable {
+  id: Generated<string>;
+  agent: string;
+  amount: Uint256;
+  accepted: boolean;
+  reason: string | null;
+  created_at: Timestamp;
+}
+
+export interface TransactionsTable {
+  id: Generated<string>;
+  agent: string;
+  tx_hash: string;
+  amount: Uint256;
+  type: number;
+  success: boolean;
+  counterparty: string | null;
+  occurred_at: Timestamp;
+  recorded_at: Timestamp;
+}
+
+export interface IdempotencyKeysTable {
+  scope: string;
+  key: string;
+  request_hash: string;
+  status_code: number;
+  response: Json;
+  created_at: Timestamp;
+  expires_at: Timestamp;
+}
+
+export interface VerificationsTable {
+  id: Generated<string>;
+  agent: string;
+  status: string;
+  passed: number;
+  total: number;
+  score: number;
+  grade: string;
+  checks: Json;
+  check_details: Json;
+  created_at: Timestamp;
+}
+
+export interface SanctionsSnapshotsTable {
+  id: Generated<string>;
+  name: string;
+  snapshot_date: string;
+  entries: number;
+  is_active: boolean;
+  imported_at: CreatedAt;
+}
+
+export interface SanctionsEntriesTable {
+  snapshot_id: string;
+  address: string;
+  lists: string[];
+}
+
+export interface SanctionsScreeningsTable {
+  id: Generated<string>;
+  address: string;
+  sanctioned: boolean;
+  matched_lists: string[];
+  snapshot_id: string | null;
+  created_at: Timestamp;
+}
+
+export interface AnomalyChecksTable {
+  id: Generated<string>;
+  agent: string;
+  tx_hash: string | null;
+  amount: Uint256 | null;
+  type: number | null;
+  anomaly_detected: boolean;
+  risk_score: number;
+  severity: string;
+  flags: Json;
+  factors: Json;
+  created_at: Timestamp;
+}
+
+export interface ApiKeysTable {
+  id: string;
+  name: string;
+  key_hash: string;
+  scopes: string[];
+  expires_at: Timestamp | null;
+  revoked_at: Timestamp | null;
+  last_used_at: Timestamp | null;
+  created_at: CreatedAt;
+}
+
+export interface DB {
+  agents: AgentsTable;
+  score_events: ScoreEventsTable;
+  budgets: BudgetsTable;
+  spends: SpendsTable;
+  transactions: TransactionsTable;
+  idempotency_keys: IdempotencyKeysTable;
+  verifications: VerificationsTable;
+  sanctions_snapshots: SanctionsSnapshotsTable;
+  sanctions_entries: SanctionsEntriesTable;
+  sanctions_screenings: SanctionsScreeningsTable;
+  anomaly_checks: AnomalyChecksTable;
+  api_keys: ApiKeysTable;
+}
+
+export type AgentRow = Selectable<AgentsTable>;
+export type NewAgent = Insertable<AgentsTable>;
+export type AgentUpdate = Updateable<AgentsTable>;
+export type BudgetRow = Selectable<BudgetsTable>;
+export type TransactionRow = Selectable<TransactionsTable>;
+export type IdempotencyRow = Selectable<IdempotencyKeysTable>;

@@ -1,0 +1,42 @@
+import { z } from 'zod';
+
+export const errorCodes = [
+  'VALIDATION_ERROR',
+  'INVALID_JSON',
+  'UNAUTHORIZED',
+  'FORBIDDEN',
+  'AGENT_NOT_FOUND',
+  'BUDGET_NOT_FOUND',
+  'JOB_NOT_FOUND',
+  'NOT_FOUND',
+  'AGENT_ALREADY_REGISTERED',
+  'TRANSACTION_CONFLICT',
+  'IDEMPOTENCY_IN_PROGRESS',
+  'PAYLOAD_TOO_LARGE',
+  'UNSUPPORTED_MEDIA_TYPE',
+  'BUDGET_EXCEEDED',
+  'BUDGET_NOT_SET',
+  'AGENT_NOT_REGISTERED',
+  'IDEMPOTENCY_KEY_REUSED',
+  'RATE_LIMITED',
+  'SERVICE_UNAVAILABLE',
+  'INTERNAL_ERROR',
+] as const;
+export type ErrorCode = (typeof errorCodes)[number];
+
+export const failureEnvelope = z
+  .object({
+    success: z.literal(false),
+    error: z.object({
+      code: z.enum(errorCodes),
+      message: z.string(),
+      details: z.unknown().optional(),
+      requestId: z.string(),
+    }),
+  })
+  .meta({ id: 'Failure' });
+export type FailureEnvelope = z.infer<typeof failureEnvelope>;
+
+export function successEnvelope<T extends z.ZodType>(data: T) {
+  return z.object({ success: z.literal(true), data });
+}

@@ -1,0 +1,6 @@
+export * from './agents.ts';
+export * from './budgets.ts';
+export * from './envelope.ts';
+export * from './primitives.ts';
+export * from './scores.ts';
+export * from './transactions.ts';

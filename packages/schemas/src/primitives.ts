@@ -1,0 +1,82 @@
+import { checksumAddress } from 'viem';
+import { z } from 'zod';
+
+/** 2^256 − 1: the largest amount an EVM uint256 (and our numeric(78,0) CHECK) holds. */
+export const MAX_UINT256 = 2n ** 256n - 1n;
+
+const ADDRESS_RE = /^0x[0-9a-fA-F]{40}$/;
+const AMOUNT_RE = /^(0|[1-9][0-9]*)$/;
+
+/**
+ * Normalizes an EVM address to lowercase. All-lowercase and all-uppercase hex are
+ * accepted as unchecksummed; mixed case must be a valid EIP-55 checksum.
+ * Returns null when the input is not an acceptable address.
+ */
+export function normalizeAddress(input: string): string | null {
+  if (!ADDRESS_RE.test(input)) return null;
+  const hex = input.slice(2);
+  const lower = hex.toLowerCase();
+  if (hex !== lower && hex !== hex.toUpperCase()) {
+    if (checksumAddress(`0x${lower}`) !== input) return null;
+  }
+  return `0x${lower}`;
+}
+
+/** Parses a decimal integer string in base units; null unless 0 ≤ x ≤ 2^256−1. */
+export function parseAmount(input: string): bigint | null {
+  if (input.length > 78 || !AMOUNT_RE.test(input)) return null;
+  const value = BigInt(input);
+  return value <= MAX_UINT256 ? value : null;
+}
+
+export const address = z
+  .string()
+  .superRefine((value, ctx) => {
+    if (!ADDRESS_RE.test(value)) {
+      ctx.addIssue({ code: 'custom', message: 'must be 0x followed by 40 hex characters' });
+    } else if (normalizeAddress(value) === null) {
+      ctx.addIssue({ code: 'custom', message: 'mixed-case address fails its EIP-55 checksum' });
+    }
+  })
+  .transform((value) => value.toLowerCase())
+  .meta({
+    description: 'EVM address (0x + 40 hex). Mixed case must be EIP-55. Returned lowercase.',
+    example: '0x52908400098527886e0f7030069857d2e4169ee7',
+  });
+
+/** A decimal integer string 0 … 2^256−1 (wei). */
+export const amount = z
+  .string()
+  .refine((value) => parseAmount(value) !== null, {
+    message: 'must be a decimal integer string from 0 to 2^256-1 without sign, spaces or leading zeros',
+  })
+  .meta({ description: 'Decimal integer string in base units (wei), 0 … 2^256−1', example: '1000000000000000000' });
+
+/** Like `amount` but strictly greater than zero (checks, spends, recorded transactions). */
+export const positiveAmount = amount
+  .refine((value) => value !== '0', { message: 'must be greater than 0' })
+  .meta({ description: 'Decimal integer string in base units (wei), 1 … 2^256−1', example: '250000000000000000' });
+
+/** Hex-encoded bytes: 0x followed by an even number of hex digits (at most 4 KiB decoded). */
+export const hexBytes = z
+  .string()
+  .regex(/^0x([0-9a-fA-F]{2})*$/, 'must be 0x followed by an even number of hex digits')
+  .max(2 + 8192, 'at most 4096 bytes')
+  .transform((value) => value.toLowerCase())
+  .meta({ description: 'Hex-encoded bytes', example: '0x6d616e75616c2072657669657721' });
+
+export const txHash = z
+  .string()
+  .regex(/^0x[0-9a-fA-F]{64}$/, 'must be 0x followed by 64 hex characters')
+  .transform((value) => value.toLowerCase())
+  .meta({ description: 'Transaction hash (0x + 64 hex), returned lowercase' });
+
+/** Integer unix seconds. */
+export const unixSeconds = z.number().int().nonnegative().meta({ description: 'Unix time in seconds' });
+
+export const scoreValue = z.number().int().min(0).max(1000);
+export const gradeValue = z.enum(['AAA', 'AA', 'A', 'BBB', 'BB', 'B', 'CCC', 'CC', 'C', 'D']);
+export const colorValue = z.string().regex(/^#[0-9A-F]{6}$/);
+
+/** Query-string booleans arrive as text. */
+export const queryBoolean = z.enum(['true', 'false']).transform((value) => value === 'true');

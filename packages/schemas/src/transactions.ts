@@ -1,0 +1,51 @@
+import { z } from 'zod';
+import { address, positiveAmount, txHash, unixSeconds } from './primitives.ts';
+
+export const transactionTypes = ['PAYMENT', 'SWAP', 'TRANSFER', 'CONTRACT_CALL', 'BRIDGE', 'OTHER'] as const;
+
+export const recordBody = z.strictObject({
+  agent: address,
+  txHash,
+  amount: positiveAmount,
+  type: z
+    .number()
+    .int()
+    .min(0)
+    .max(5)
+    .meta({ description: '0 PAYMENT, 1 SWAP, 2 TRANSFER, 3 CONTRACT_CALL, 4 BRIDGE, 5 OTHER' }),
+  success: z.boolean().optional(),
+  counterparty: address.optional(),
+  timestamp: unixSeconds
+    .max(253402300799)
+    .optional()
+    .meta({ description: 'When the transaction happened (unix seconds); defaults to now' }),
+});
+export type RecordInput = z.infer<typeof recordBody>;
+
+export const transactionRecord = z
+  .object({
+    agent: z.string(),
+    txHash: z.string(),
+    amount: z.string(),
+    type: z.number().int(),
+    typeName: z.enum(transactionTypes),
+    success: z.boolean(),
+    counterparty: z.string().nullable(),
+    timestamp: unixSeconds,
+    recordedAt: unixSeconds,
+  })
+  .meta({ id: 'TransactionRecord' });
+export type TransactionRecord = z.infer<typeof transactionRecord>;
+
+export const transactionStats = z
+  .object({
+    totalCount: z.number().int(),
+    successCount: z.number().int(),
+    failedCount: z.number().int(),
+    totalVolume: z.string(),
+    lastTransactionTime: unixSeconds.meta({
+      description: 'Unix seconds of the latest transaction; 0 when there is none',
+    }),
+  })
+  .meta({ id: 'TransactionStats' });
+export type TransactionStats = z.infer<typeof transactionStats>;
