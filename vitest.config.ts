@@ -9,6 +9,7 @@ export default defineConfig({
     hookTimeout: 60_000,
     projects: [
       {
+        extends: true,
         test: {
           name: 'unit',
           include: ['packages/*/src/**/*.test.ts', 'apps/*/src/**/*.test.ts'],
@@ -16,6 +17,7 @@ export default defineConfig({
       },
       {
         // Database tests on PostgreSQL (falls back to PGlite off CI when Postgres is absent).
+        extends: true,
         test: {
           name: 'postgres',
           include: dbTests,
@@ -24,6 +26,7 @@ export default defineConfig({
       },
       {
         // The same database tests on the embedded driver.
+        extends: true,
         test: {
           name: 'pglite',
           include: dbTests,

@@ -1,6 +1,8 @@
 import { type App, buildApp } from '../../apps/api/src/app.ts';
+import { createProcessors } from '../../apps/worker/src/index.ts';
 import { type Clock, createServices, type Services } from '../../packages/core/src/index.ts';
 import type { Database } from '../../packages/db/src/index.ts';
+import { createInProcessRunner, type JobRunner, type Processors } from '../../packages/jobs/src/index.ts';
 import { createTestDatabase } from './db.ts';
 
 export interface TestContext {
@@ -13,7 +15,18 @@ export interface TestContext {
 }
 
 /** The real app on a real database, with a clock the test controls. */
-export async function createTestApp(options: { start?: Date | string; poolMax?: number } = {}): Promise<TestContext> {
+export async function createTestApp(
+  options: {
+    start?: Date | string;
+    poolMax?: number;
+    /** `in-process`: the embedded runner with the real processors (optionally replaced). */
+    jobs?: 'in-process' | ((db: Database, clock: Clock) => JobRunner);
+    processors?: (real: Processors) => Processors;
+    waitMs?: number;
+    chunkSize?: number;
+    refreshDelayMs?: number;
+  } = {},
+): Promise<TestContext & { jobs?: JobRunner }> {
   const database = await createTestDatabase({ poolMax: options.poolMax });
   const clock = {
     now: new Date(options.start ?? Date.now()),
@@ -25,7 +38,23 @@ export async function createTestApp(options: { start?: Date | string; poolMax?: 
     },
   };
   const now: Clock = () => clock.now;
-  const services = createServices({ db: database.db, clock: now });
+  let jobs: JobRunner | undefined;
+  if (options.jobs === 'in-process') {
+    const real = createProcessors(createServices({ db: database.db, clock: now }), 'test-in-process');
+    jobs = createInProcessRunner({
+      processors: options.processors ? options.processors(real) : real,
+      waitMs: options.waitMs ?? 10_000,
+    });
+  } else if (options.jobs) {
+    jobs = options.jobs(database, now);
+  }
+  const services = createServices({
+    db: database.db,
+    clock: now,
+    jobs,
+    recomputeChunkSize: options.chunkSize,
+    refreshDelayMs: options.refreshDelayMs,
+  });
   const app = await buildApp({ services });
   await app.ready();
   return {
@@ -33,8 +62,10 @@ export async function createTestApp(options: { start?: Date | string; poolMax?: 
     database,
     services,
     clock,
+    jobs,
     close: async () => {
       await app.close();
+      await jobs?.close();
       await database.close();
     },
   };

@@ -1,10 +1,13 @@
 import { randomUUID } from 'node:crypto';
 import type { Services } from '@vouch/core';
+import type { Queue } from 'bullmq';
 import Fastify, { type FastifyBaseLogger } from 'fastify';
 import { serializerCompiler, validatorCompiler, type ZodTypeProvider } from 'fastify-type-provider-zod';
 import { errorsPlugin } from './plugins/errors.ts';
+import { queueDashboard } from './plugins/queue-dashboard.ts';
 import { agentsRoutes } from './routes/agents.routes.ts';
 import { budgetsRoutes } from './routes/budgets.routes.ts';
+import { jobsRoutes } from './routes/jobs.routes.ts';
 import { scoresRoutes } from './routes/scores.routes.ts';
 import { transactionsRoutes } from './routes/transactions.routes.ts';
 
@@ -14,6 +17,8 @@ export interface AppDeps {
   logger?: FastifyBaseLogger;
   trustProxy?: string | undefined;
   bodyLimit?: number;
+  /** BullMQ queues to show at /admin/queues (absent for the in-process runner). */
+  queues?: Queue[];
 }
 
 const REQUEST_ID_RE = /^[\w.:-]{1,128}$/;
@@ -46,6 +51,8 @@ export async function buildApp(deps: AppDeps) {
   await app.register(budgetsRoutes, { services: deps.services });
   await app.register(scoresRoutes, { services: deps.services });
   await app.register(transactionsRoutes, { services: deps.services });
+  if (deps.services.scoring) await app.register(jobsRoutes, { scoring: deps.services.scoring });
+  if (deps.queues?.length) await app.register(queueDashboard, { queues: deps.queues });
   return app;
 }
 

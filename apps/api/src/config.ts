@@ -9,6 +9,14 @@ export const apiConfigSchema = z.object({
   TRUST_PROXY: optionalString,
   BODY_LIMIT_BYTES: positiveInt(1024 * 1024),
   SHUTDOWN_TIMEOUT_MS: positiveInt(10_000),
+  /** How long a request waits for its job before answering 202 with the job id. */
+  JOB_WAIT_TIMEOUT_MS: positiveInt(10_000),
+  RECOMPUTE_CHUNK_SIZE: positiveInt(250),
+  BULLMQ_PREFIX: z.string().default('vouch'),
+  /** `all` (npm start): with REDIS_URL also runs a worker in this process; `api`: the API alone. */
+  VOUCH_ROLE: z.enum(['all', 'api']).default('all'),
+  /** Jobs per queue run at once by the in-process runner or the in-process worker. */
+  WORKER_CONCURRENCY: positiveInt(4),
 });
 
 export type ApiConfig = z.output<typeof apiConfigSchema>;

@@ -24,7 +24,7 @@ export async function idempotent<T>(
   services: Services,
   request: FastifyRequest,
   reply: FastifyReply,
-  work: (executor?: Kysely<DB>) => Promise<T>,
+  work: (executor?: Kysely<DB>, afterCommit?: (effect: () => void) => void) => Promise<T>,
   statusOf: (value: T) => number = () => 200,
 ) {
   const key = (request.headers['idempotency-key'] as string | undefined) ?? undefined;
@@ -34,11 +34,14 @@ export async function idempotent<T>(
     return ok(value);
   }
   const scope = `${request.method} ${request.routeOptions.url}`;
+  const effects: Array<() => void> = [];
   const result = await services.idempotency.execute(
     { scope, key, request: { params: request.params, body: request.body } },
     statusOf,
-    (trx) => work(trx),
+    (trx) => work(trx, (effect) => effects.push(effect)),
   );
+  // Side effects of the work run only once its transaction has committed.
+  for (const effect of effects) effect();
   if (!result.replayed) {
     reply.code(statusOf(result.value));
     return ok(result.value);

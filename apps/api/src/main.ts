@@ -1,5 +1,9 @@
+import { hostname } from 'node:os';
 import { createServices } from '@vouch/core';
 import { createDatabase, migrateToLatest } from '@vouch/db';
+import { createBullmqRunner, createInProcessRunner, type JobRunner, queueNames } from '@vouch/jobs';
+import { createProcessors, startWorkers, type WorkerManager } from '@vouch/worker';
+import type { Queue } from 'bullmq';
 import pino from 'pino';
 import { buildApp } from './app.ts';
 import { loadApiConfig } from './config.ts';
@@ -7,8 +11,10 @@ import { loadApiConfig } from './config.ts';
 const config = loadApiConfig();
 const logger = pino({
   level: config.LOG_LEVEL,
+  base: { pid: process.pid, role: config.VOUCH_ROLE },
   redact: ['req.headers.authorization', 'req.headers.cookie'],
 });
+const workerId = `${hostname()}:${process.pid}`;
 
 const database = createDatabase({
   databaseUrl: config.DATABASE_URL,
@@ -24,12 +30,54 @@ logger.info(
 );
 if (config.MIGRATE_ON_START || database.driver === 'pglite') await migrateToLatest(database.db);
 
-const services = createServices({ db: database.db });
+// Jobs: BullMQ when Redis is configured, otherwise the in-process runner with the same processors.
+const onBackgroundError = (err: unknown, context: Record<string, unknown>) =>
+  logger.warn({ err, ...context }, 'background job could not be scheduled');
+let jobs: JobRunner;
+let queues: Queue[] | undefined;
+let workers: WorkerManager | undefined;
+if (config.REDIS_URL) {
+  const bullmq = createBullmqRunner({
+    redisUrl: config.REDIS_URL,
+    prefix: config.BULLMQ_PREFIX,
+    waitMs: config.JOB_WAIT_TIMEOUT_MS,
+    onError: (err) => logger.warn({ err }, 'job queue connection error'),
+  });
+  jobs = bullmq;
+  queues = [...bullmq.queues.values()];
+  if (config.VOUCH_ROLE === 'all') {
+    workers = startWorkers({
+      redisUrl: config.REDIS_URL,
+      prefix: config.BULLMQ_PREFIX,
+      queues: queueNames,
+      concurrency: () => config.WORKER_CONCURRENCY,
+      processors: createProcessors(createServices({ db: database.db }), workerId),
+      logger: logger.child({ component: 'worker' }),
+    });
+  }
+} else {
+  const processorServices = createServices({ db: database.db });
+  jobs = createInProcessRunner({
+    processors: createProcessors(processorServices, workerId),
+    concurrency: config.WORKER_CONCURRENCY,
+    waitMs: config.JOB_WAIT_TIMEOUT_MS,
+    onError: (err, info) => logger.error({ err, jobId: info.id, jobName: info.name }, 'job failed'),
+  });
+}
+logger.info({ jobs: jobs.kind, inProcessWorker: workers !== undefined }, 'jobs configured');
+
+const services = createServices({
+  db: database.db,
+  jobs,
+  recomputeChunkSize: config.RECOMPUTE_CHUNK_SIZE,
+  onBackgroundError,
+});
 const app = await buildApp({
   services,
   logger,
   trustProxy: config.TRUST_PROXY,
   bodyLimit: config.BODY_LIMIT_BYTES,
+  queues,
 });
 
 let closing = false;
@@ -40,10 +88,12 @@ async function shutdown(signal: string) {
   const deadline = setTimeout(() => {
     logger.error('shutdown deadline passed; exiting');
     process.exit(1);
-  }, config.SHUTDOWN_TIMEOUT_MS);
+  }, config.SHUTDOWN_TIMEOUT_MS + 1000);
   deadline.unref();
   try {
     await app.close(); // stop accepting, finish in-flight requests
+    await workers?.close(config.SHUTDOWN_TIMEOUT_MS);
+    await jobs.close();
     await database.close();
     process.exit(0);
   } catch (err) {

@@ -112,7 +112,7 @@ describe('POST /api/budgets/:address/check', () => {
 
   it('refuses zero and malformed amounts', async () => {
     const address = await createAgentWithBudget(t.app, { dailyLimit: '100', monthlyLimit: '150' });
-    for (const amount of ['0', '-5', 'abc', MAX + '0']) {
+    for (const amount of ['0', '-5', 'abc', `${MAX}0`]) {
       expect((await post(t.app, `/api/budgets/${address}/check`, { amount })).statusCode, amount).toBe(400);
     }
   });

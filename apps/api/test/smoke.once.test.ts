@@ -3,6 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { freePort, type Spawned, spawnEntry, waitForHttp } from '../../../test/support/process.ts';
+import { dropPrefix, redisAvailable, TEST_REDIS_URL, testPrefix } from '../../../test/support/redis.ts';
 
 // `npm start` on a bare machine: the embedded server as a real process over real HTTP.
 describe('embedded server (PGlite) as a process', () => {
@@ -56,5 +57,55 @@ describe('embedded server (PGlite) as a process', () => {
   it('shuts down cleanly on SIGTERM', async () => {
     server.child.kill('SIGTERM');
     expect(await server.exited).toBe(0);
+  });
+});
+
+// `npm start` with REDIS_URL: the API and a worker in one process, jobs on BullMQ.
+describe.runIf(await redisAvailable())('embedded server with Redis as a process', () => {
+  let dataDir: string;
+  let base: string;
+  let server: Spawned;
+  const prefix = testPrefix();
+
+  beforeAll(async () => {
+    dataDir = mkdtempSync(join(tmpdir(), 'vouch-smoke-redis-'));
+    const port = await freePort();
+    base = `http://127.0.0.1:${port}`;
+    server = spawnEntry('apps/api/src/main.ts', {
+      PORT: String(port),
+      DATA_DIR: dataDir,
+      DATABASE_URL: '',
+      REDIS_URL: TEST_REDIS_URL,
+      BULLMQ_PREFIX: prefix,
+    });
+    await waitForHttp(`${base}/api/agents`, server);
+  }, 90_000);
+
+  afterAll(async () => {
+    server?.child.kill('SIGKILL');
+    rmSync(dataDir, { recursive: true, force: true });
+    await dropPrefix(prefix);
+  });
+
+  it('runs queued work through BullMQ and serves the queue dashboard', async () => {
+    const address = '0x52908400098527886e0f7030069857d2e4169ee7';
+    const json = { 'content-type': 'application/json' };
+    expect(
+      (await fetch(`${base}/api/agents/register`, { method: 'POST', headers: json, body: JSON.stringify({ address }) }))
+        .status,
+    ).toBe(201);
+    const batch = await fetch(`${base}/api/agents/batch-scores`, {
+      method: 'POST',
+      headers: json,
+      body: JSON.stringify({ agents: [address], scores: [810], reasons: ['0x01'] }),
+    });
+    expect(await batch.json()).toEqual({
+      success: true,
+      data: { updated: 1, agents: [{ address, score: 810, grade: 'BBB' }] },
+    });
+    expect(server.output()).toContain('"jobs":"bullmq"');
+    const dashboard = await fetch(`${base}/admin/queues`);
+    expect(dashboard.status).toBe(200);
+    expect(await dashboard.text()).toContain('<html');
   });
 });

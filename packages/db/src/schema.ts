@@ -28,6 +28,7 @@ export interface ScoreEventsTable {
   source: ScoreSource;
   reason: string | null;
   created_at: Timestamp;
+  job_id: string | null;
 }
 
 export interface BudgetsTable {

@@ -1,5 +1,6 @@
 import { DomainError, errorStatus } from '@vouch/core';
 import { isDatabaseUnavailable, sqlState } from '@vouch/db';
+import { DomainJobError, JobsUnavailableError } from '@vouch/jobs';
 import type { ErrorCode } from '@vouch/schemas';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
@@ -37,6 +38,15 @@ export const errorsPlugin = fp(async (app: FastifyInstance) => {
   app.setErrorHandler((error: FastifyError, request, reply) => {
     if (error instanceof DomainError) {
       return sendFailure(reply, request, error.code, error.message, error.details);
+    }
+    if (error instanceof DomainJobError) {
+      const { code, message, details } = error.encoded;
+      const known = (code in errorStatus ? code : 'INTERNAL_ERROR') as ErrorCode;
+      return sendFailure(reply, request, known, message, details);
+    }
+    if (error instanceof JobsUnavailableError) {
+      request.log.warn({ err: error.cause }, 'job queue unavailable');
+      return sendFailure(reply, request, 'SERVICE_UNAVAILABLE', error.message);
     }
     if (hasZodFastifySchemaValidationErrors(error)) {
       const context = error.validationContext ?? 'body';

@@ -30,7 +30,7 @@ export const transactionsRoutes: FastifyPluginAsyncZod<{ services: Services }> =
         services,
         req,
         reply,
-        (executor) => services.transactions.record(req.body, executor),
+        (executor, afterCommit) => services.transactions.record(req.body, { executor, afterCommit }),
         (value) => (value.created ? 201 : 200),
       );
       return ok(result.data.record);

@@ -163,24 +163,3 @@ export async function listAgents(
   const [rows, total] = await Promise.all([query.execute(), counted.executeTakeFirstOrThrow()]);
   return { rows, total: total.total };
 }
-
-/** Everything the score model reads about one agent. */
-export async function scoreActivity(db: Executor, address: string, since: Date) {
-  const result = await sql<{
-    transaction_count: number;
-    success_count: number;
-    total_volume: string;
-    spend_attempts: number;
-    spends_within: number;
-  }>`
-    SELECT
-      (SELECT count(*)::int FROM transactions WHERE agent = ${address}) AS transaction_count,
-      (SELECT count(*)::int FROM transactions WHERE agent = ${address} AND success) AS success_count,
-      (SELECT coalesce(sum(amount), 0)::text FROM transactions WHERE agent = ${address}) AS total_volume,
-      (SELECT count(*)::int FROM spends WHERE agent = ${address} AND created_at >= ${since}) AS spend_attempts,
-      (SELECT count(*)::int FROM spends WHERE agent = ${address} AND created_at >= ${since} AND accepted) AS spends_within
-  `.execute(db);
-  const row = result.rows[0];
-  if (!row) throw new Error('activity query returned no row');
-  return row;
-}

@@ -1,10 +1,26 @@
 import type { DB, Kysely } from '@vouch/db';
 import type { ComputeInput } from '@vouch/schemas';
 import { colorFor, gradeFor } from '../agents/agents.model.ts';
-import { findAgent, scoreActivity } from '../agents/agents.repository.ts';
 import type { Clock } from '../shared/clock.ts';
-import { AgentNotFoundError } from '../shared/errors.ts';
+import { AgentNotFoundError, DomainError } from '../shared/errors.ts';
 import { computeScore, type ScoreInputs, weiToEther } from './scores.model.ts';
+import * as repo from './scores.repository.ts';
+
+export interface BatchEntry {
+  address: string;
+  score: number;
+  reason: string;
+}
+
+function inputsFromRow(row: repo.ModelRow, now: Date): ScoreInputs {
+  return {
+    successRate: row.transaction_count === 0 ? 0 : row.success_count / row.transaction_count,
+    volumeEther: weiToEther(BigInt(row.total_volume)),
+    transactionCount: row.transaction_count,
+    budgetCompliance: row.spend_attempts === 0 ? 1 : row.spends_within / row.spend_attempts,
+    accountAgeDays: Math.max(0, Math.floor((now.getTime() - row.first_seen_at.getTime()) / DAY_MS)),
+  };
+}
 
 const DAY_MS = 86_400_000;
 /** budgetCompliance looks at spend attempts of this many trailing days. */
@@ -15,21 +31,15 @@ export interface ScoresDeps {
   clock: Clock;
 }
 
+const complianceSince = (now: Date) => new Date(now.getTime() - COMPLIANCE_WINDOW_DAYS * DAY_MS);
+
 export function createScoresService({ db, clock }: ScoresDeps) {
   /** The model's inputs for one agent, read from its recorded transactions and spends. */
   async function inputsFor(address: string): Promise<ScoreInputs & { currentScore: number }> {
-    const agent = await findAgent(db, address);
-    if (!agent) throw new AgentNotFoundError(address);
     const now = clock();
-    const activity = await scoreActivity(db, address, new Date(now.getTime() - COMPLIANCE_WINDOW_DAYS * DAY_MS));
-    return {
-      currentScore: agent.score,
-      successRate: activity.transaction_count === 0 ? 0 : activity.success_count / activity.transaction_count,
-      volumeEther: weiToEther(BigInt(activity.total_volume)),
-      transactionCount: activity.transaction_count,
-      budgetCompliance: activity.spend_attempts === 0 ? 1 : activity.spends_within / activity.spend_attempts,
-      accountAgeDays: Math.max(0, Math.floor((now.getTime() - agent.first_seen_at.getTime()) / DAY_MS)),
-    };
+    const [row] = await repo.modelInputs(db, [address], complianceSince(now));
+    if (!row) throw new AgentNotFoundError(address);
+    return { currentScore: row.score, ...inputsFromRow(row, now) };
   }
 
   return {
@@ -41,6 +51,78 @@ export function createScoresService({ db, clock }: ScoresDeps) {
       const { score, factors } = computeScore(inputs);
       return { agent: address, score, grade: gradeFor(score), color: colorFor(score), currentScore, factors };
     },
+
+    /**
+     * Batch scoring must name only registered agents, each once; checked before a
+     * batch is queued (and again when it is applied).
+     */
+    async assertBatchable(addresses: string[]): Promise<void> {
+      const rows = await repo.registrationOf(db, addresses);
+      const known = new Map(rows.map((r) => [r.address, r.is_registered]));
+      const missing = addresses.filter((a) => !known.has(a));
+      if (missing.length) {
+        throw new DomainError('AGENT_NOT_FOUND', `${missing.length} agent(s) are not known`, { agents: missing });
+      }
+      const observed = addresses.filter((a) => known.get(a) === false);
+      if (observed.length) {
+        throw new DomainError('AGENT_NOT_REGISTERED', `${observed.length} agent(s) are not registered`, {
+          agents: observed,
+        });
+      }
+    },
+
+    /**
+     * Applies a batch atomically: every score and its history row, or nothing. A
+     * redelivered job (same id) finds its rows and answers without writing again.
+     */
+    async applyBatch(entries: BatchEntry[], jobId: string) {
+      const addresses = entries.map((e) => e.address);
+      return db.transaction().execute(async (trx) => {
+        if (!(await repo.jobAlreadyApplied(trx, jobId))) {
+          const rows = await repo.registrationOf(trx, addresses);
+          const registered = new Set(rows.filter((r) => r.is_registered).map((r) => r.address));
+          const refused = addresses.filter((a) => !registered.has(a));
+          if (refused.length) {
+            throw new DomainError('AGENT_NOT_REGISTERED', `${refused.length} agent(s) are not registered`, {
+              agents: refused,
+            });
+          }
+          await repo.writeScores(trx, {
+            addresses,
+            scores: entries.map((e) => e.score),
+            reasons: entries.map((e) => e.reason),
+            source: 'batch',
+            jobId,
+            now: clock(),
+            onlyChanged: false,
+          });
+        }
+        return {
+          updated: entries.length,
+          agents: entries.map((e) => ({ address: e.address, score: e.score, grade: gradeFor(e.score) })),
+        };
+      });
+    },
+
+    /** Runs the model over the agents' data and stores every score that changed. */
+    async recompute(addresses: string[], jobId: string | null) {
+      const now = clock();
+      const rows = await repo.modelInputs(db, addresses, complianceSince(now));
+      const scores = rows.map((row) => computeScore(inputsFromRow(row, now)).score);
+      const changed = await repo.writeScores(db, {
+        addresses: rows.map((r) => r.address),
+        scores,
+        reasons: rows.map(() => null),
+        source: 'model',
+        jobId,
+        now,
+        onlyChanged: true,
+      });
+      return { scored: rows.length, updated: changed.length };
+    },
+
+    /** Every known agent's address, in a stable order (for a full recomputation). */
+    allAddresses: () => repo.allAddresses(db),
 
     /** Stateless: the model over caller-supplied data. */
     compute(input: ComputeInput) {

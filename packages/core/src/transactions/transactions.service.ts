@@ -46,8 +46,9 @@ export function createTransactionsService({ db, clock, onRecorded }: Transaction
      */
     async record(
       input: RecordInput,
-      executor: Kysely<DB> = db,
+      scope: { executor?: Kysely<DB>; afterCommit?: (effect: () => void) => void } = {},
     ): Promise<{ created: boolean; record: TransactionRecord }> {
+      const executor = scope.executor ?? db;
       const now = clock();
       const run = async (trx: Kysely<DB>) => {
         await ensureObserved(trx, input.agent, now);
@@ -73,8 +74,11 @@ export function createTransactionsService({ db, clock, onRecorded }: Transaction
       if (!created) {
         const fields = conflictingFields(row, input);
         if (fields.length) throw new TransactionConflictError(input.txHash, fields);
-      } else {
-        onRecorded?.(input.agent);
+      } else if (onRecorded) {
+        // The score refresh must see the committed row: inside a caller's transaction, defer it.
+        const effect = () => onRecorded(input.agent);
+        if (executor.isTransaction && scope.afterCommit) scope.afterCommit(effect);
+        else if (!executor.isTransaction) effect();
       }
       return { created, record: toRecord(row) };
     },

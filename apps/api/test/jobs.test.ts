@@ -1,0 +1,184 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { type JobContext, jobs, type Processors } from '../../../packages/jobs/src/index.ts';
+import { createTestApp, type TestContext } from '../../../test/support/app.ts';
+import { createAgent, get, post, randomAddress, recordTx } from '../../../test/support/factories.ts';
+import { SEEDED_SCORE, seedScoredAgents } from '../../../test/support/seed.ts';
+
+// The queued endpoints on the embedded (in-process) runner: the same processors the workers run.
+let t: TestContext;
+beforeAll(async () => {
+  t = await createTestApp({ jobs: 'in-process', chunkSize: 40, refreshDelayMs: 10 });
+});
+afterAll(() => t.close());
+
+async function history(agent: string) {
+  return t.database.db
+    .selectFrom('score_events')
+    .select(['old_score', 'new_score', 'source', 'reason'])
+    .where('agent', '=', agent)
+    .orderBy('id')
+    .execute();
+}
+
+describe('POST /api/agents/batch-scores', () => {
+  it('applies every score with a history row and answers {updated, agents}', async () => {
+    const agents = [await createAgent(t.app), await createAgent(t.app), await createAgent(t.app)];
+    const res = await post(t.app, '/api/agents/batch-scores', {
+      agents,
+      scores: [950, 500, 0],
+      reasons: ['0x01', '0x02', '0x'],
+    });
+    expect(res.statusCode).toBe(200);
+    expect(res.json().data).toEqual({
+      updated: 3,
+      agents: [
+        { address: agents[0], score: 950, grade: 'AAA' },
+        { address: agents[1], score: 500, grade: 'CCC' },
+        { address: agents[2], score: 0, grade: 'D' },
+      ],
+    });
+    expect((await get(t.app, `/api/agents/${agents[0]}/score`)).json().data.score).toBe(950);
+    expect(await history(agents[1] as string)).toEqual([
+      { old_score: 0, new_score: 500, source: 'batch', reason: '0x02' },
+    ]);
+  });
+
+  it('refuses bad batches before anything is queued, changing nothing', async () => {
+    const a = await createAgent(t.app);
+    const observed = randomAddress();
+    await recordTx(t.app, observed);
+    const cases: Array<[unknown, number, string]> = [
+      [{ agents: [a], scores: [1, 2], reasons: ['0x'] }, 400, 'VALIDATION_ERROR'],
+      [{ agents: [a, a], scores: [1, 2], reasons: ['0x', '0x'] }, 400, 'VALIDATION_ERROR'],
+      [{ agents: [], scores: [], reasons: [] }, 400, 'VALIDATION_ERROR'],
+      [{ agents: [a], scores: [1001], reasons: ['0x'] }, 400, 'VALIDATION_ERROR'],
+      [{ agents: [a], scores: [1], reasons: ['nothex'] }, 400, 'VALIDATION_ERROR'],
+      [
+        {
+          agents: Array.from({ length: 1001 }, randomAddress),
+          scores: Array(1001).fill(1),
+          reasons: Array(1001).fill('0x'),
+        },
+        400,
+        'VALIDATION_ERROR',
+      ],
+      [{ agents: [a, randomAddress()], scores: [1, 2], reasons: ['0x', '0x'] }, 404, 'AGENT_NOT_FOUND'],
+      [{ agents: [a, observed], scores: [1, 2], reasons: ['0x', '0x'] }, 422, 'AGENT_NOT_REGISTERED'],
+    ];
+    for (const [body, status, code] of cases) {
+      const res = await post(t.app, '/api/agents/batch-scores', body);
+      expect(res.statusCode, JSON.stringify(body).slice(0, 80)).toBe(status);
+      expect(res.json().error.code).toBe(code);
+    }
+    expect(await history(a)).toEqual([]);
+  });
+
+  it('is all or nothing when the worker finds an agent it cannot score', async () => {
+    const a = await createAgent(t.app);
+    const observed = randomAddress();
+    await recordTx(t.app, observed);
+    await expect(
+      t.services.scores.applyBatch(
+        [
+          { address: a, score: 700, reason: '0x' },
+          { address: observed, score: 700, reason: '0x' },
+        ],
+        'job-atomic-test',
+      ),
+    ).rejects.toMatchObject({ code: 'AGENT_NOT_REGISTERED' });
+    expect(await history(a)).toEqual([]);
+    expect((await get(t.app, `/api/agents/${a}/score`)).json().data.score).toBe(0);
+  });
+
+  it('a redelivered batch job does not write twice', async () => {
+    const a = await createAgent(t.app);
+    const entries = [{ address: a, score: 321, reason: '0xaa' }];
+    await t.services.scores.applyBatch(entries, 'job-redelivered');
+    await t.services.scores.applyBatch(entries, 'job-redelivered');
+    expect(await history(a)).toHaveLength(1);
+  });
+});
+
+describe('POST /api/scores/recompute', () => {
+  it('recomputes all agents in chunks, storing each changed score once with source model', async () => {
+    const ctx = await createTestApp({ jobs: 'in-process', chunkSize: 40 });
+    try {
+      const agents = await seedScoredAgents(ctx.database.db, 130);
+      const res = await post(ctx.app, '/api/scores/recompute', { all: true });
+      expect(res.statusCode).toBe(200);
+      expect(res.json().data).toMatchObject({ agents: 130, chunks: 4, updated: 130, unchanged: 0 });
+      const events = await ctx.database.db
+        .selectFrom('score_events')
+        .select(['agent', 'new_score', 'source'])
+        .execute();
+      expect(events).toHaveLength(130);
+      expect(new Set(events.map((e) => e.agent))).toEqual(new Set(agents));
+      expect(events.every((e) => e.new_score === SEEDED_SCORE && e.source === 'model')).toBe(true);
+      // Nothing changed since: a second run writes nothing.
+      const again = await post(ctx.app, '/api/scores/recompute', { agents: agents.slice(0, 10) });
+      expect(again.json().data).toMatchObject({ agents: 10, chunks: 1, updated: 0, unchanged: 10 });
+    } finally {
+      await ctx.close();
+    }
+  });
+
+  it('404s for unknown agents and 400s for a bad body', async () => {
+    expect((await post(t.app, '/api/scores/recompute', { agents: [randomAddress()] })).statusCode).toBe(404);
+    for (const body of [{}, { all: false }, { agents: [] }, { agents: ['0x1'] }, { all: true, agents: [] }]) {
+      expect((await post(t.app, '/api/scores/recompute', body)).statusCode, JSON.stringify(body)).toBe(400);
+    }
+  });
+});
+
+describe('recording a transaction', () => {
+  it('schedules a refresh of the agent’s score from the model', async () => {
+    const agent = await createAgent(t.app);
+    await recordTx(t.app, agent, { amount: (10n ** 18n).toString() });
+    let score = 0;
+    for (let i = 0; i < 100 && score === 0; i++) {
+      await new Promise((resolve) => setTimeout(resolve, 20));
+      score = (await get(t.app, `/api/agents/${agent}/score`)).json().data.score;
+    }
+    expect(score).toBe(SEEDED_SCORE);
+    expect(await history(agent)).toEqual([{ old_score: 0, new_score: SEEDED_SCORE, source: 'model', reason: null }]);
+  });
+});
+
+describe('waiting for a job', () => {
+  it('answers 202 with the job id when the job outlasts the wait, and GET /api/jobs/:id gives the result later', async () => {
+    const ctx = await createTestApp({
+      jobs: 'in-process',
+      waitMs: 50,
+      processors: (real) => ({
+        ...real,
+        'scores.batch': async (payload: Parameters<Processors['scores.batch']>[0], jobCtx: JobContext) => {
+          await new Promise((resolve) => setTimeout(resolve, 300));
+          return real['scores.batch'](payload, jobCtx);
+        },
+      }),
+    });
+    try {
+      const agent = await createAgent(ctx.app);
+      const res = await post(ctx.app, '/api/agents/batch-scores', { agents: [agent], scores: [777], reasons: ['0x'] });
+      expect(res.statusCode).toBe(202);
+      const { jobId, status } = res.json().data;
+      expect(['waiting', 'active']).toContain(status);
+      expect(res.headers.location).toBe(`/api/jobs/${jobId}`);
+      let job = (await get(ctx.app, `/api/jobs/${jobId}`)).json().data;
+      for (let i = 0; i < 50 && job.status !== 'completed'; i++) {
+        await new Promise((resolve) => setTimeout(resolve, 20));
+        job = (await get(ctx.app, `/api/jobs/${jobId}`)).json().data;
+      }
+      expect(job).toMatchObject({ id: jobId, name: jobs.batchScores.name, status: 'completed', progress: 100 });
+      expect(job.result).toEqual({ updated: 1, agents: [{ address: agent, score: 777, grade: 'BBB' }] });
+    } finally {
+      await ctx.close();
+    }
+  });
+
+  it('404s for an unknown job', async () => {
+    const res = await get(t.app, '/api/jobs/scores-00000000-0000-0000-0000-000000000000');
+    expect(res.statusCode).toBe(404);
+    expect(res.json().error.code).toBe('JOB_NOT_FOUND');
+  });
+});

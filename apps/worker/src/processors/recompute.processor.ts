@@ -1,0 +1,31 @@
+import type { Services } from '@vouch/core';
+import type { jobs, Processor } from '@vouch/jobs';
+import { domainErrors } from './wrap.ts';
+
+interface ChunkResult {
+  scored: number;
+  updated: number;
+  worker: string;
+}
+
+/** One chunk of a recomputation: the model over these agents, stored where it changed. */
+export const recomputeChunkProcessor = (services: Services, worker: string): Processor<typeof jobs.recomputeChunk> =>
+  domainErrors(async (payload, ctx) => ({ ...(await services.scores.recompute(payload.agents, ctx.jobId)), worker }));
+
+/** The same for one agent, after a transaction was recorded for it. */
+export const refreshAgentProcessor = (services: Services, worker: string): Processor<typeof jobs.refreshAgent> =>
+  domainErrors(async (payload, ctx) => ({ ...(await services.scores.recompute([payload.agent], ctx.jobId)), worker }));
+
+/** The parent of a recomputation runs after its chunks and sums their results. */
+export const recomputeProcessor = (): Processor<typeof jobs.recompute> => async (payload, ctx) => {
+  const chunks = (await ctx.childrenValues()) as ChunkResult[];
+  const scored = chunks.reduce((n, c) => n + c.scored, 0);
+  const updated = chunks.reduce((n, c) => n + c.updated, 0);
+  return {
+    agents: payload.agents,
+    chunks: chunks.length,
+    updated,
+    unchanged: scored - updated,
+    workers: [...new Set(chunks.map((c) => c.worker))].sort(),
+  };
+};

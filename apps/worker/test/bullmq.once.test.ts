@@ -1,0 +1,125 @@
+import pino from 'pino';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import {
+  createProcessors,
+  startWorkers,
+  verifyProcessors,
+  type WorkerManager,
+} from '../../../apps/worker/src/index.ts';
+import { createServices } from '../../../packages/core/src/index.ts';
+import {
+  createBullmqRunner,
+  type JobContext,
+  type JobRunner,
+  type Processors,
+  queueNames,
+} from '../../../packages/jobs/src/index.ts';
+import { createTestApp, type TestContext } from '../../../test/support/app.ts';
+import { createAgent, get, post } from '../../../test/support/factories.ts';
+import { freePort } from '../../../test/support/process.ts';
+import { dropPrefix, redisAvailable, TEST_REDIS_URL, testPrefix } from '../../../test/support/redis.ts';
+
+const hasRedis = await redisAvailable();
+const logger = pino({ level: 'silent' });
+
+describe.runIf(hasRedis)('BullMQ transport on a real Redis', () => {
+  const prefix = testPrefix();
+  let t: TestContext & { jobs?: JobRunner };
+  let manager: WorkerManager;
+
+  beforeAll(async () => {
+    t = await createTestApp({
+      jobs: () => createBullmqRunner({ redisUrl: TEST_REDIS_URL, prefix, waitMs: 150 }),
+    });
+    const real = createProcessors(createServices({ db: t.database.db }), 'test-worker');
+    // Scores of 999 take longer than the API's wait, to exercise the 202 path.
+    const processors: Processors = {
+      ...real,
+      'scores.batch': async (payload: Parameters<Processors['scores.batch']>[0], ctx: JobContext) => {
+        if (payload.entries[0]?.score === 999) await new Promise((resolve) => setTimeout(resolve, 600));
+        return real['scores.batch'](payload, ctx);
+      },
+    };
+    manager = startWorkers({
+      redisUrl: TEST_REDIS_URL,
+      prefix,
+      queues: queueNames,
+      concurrency: () => 2,
+      processors,
+      logger,
+    });
+  });
+
+  afterAll(async () => {
+    await manager?.close(5000);
+    await t?.close();
+    await dropPrefix(prefix);
+  });
+
+  it('enqueues, lets a worker apply the batch and answers with the result', async () => {
+    const agent = await createAgent(t.app);
+    const res = await post(t.app, '/api/agents/batch-scores', { agents: [agent], scores: [640], reasons: ['0x0a'] });
+    expect(res.statusCode).toBe(200);
+    expect(res.json().data).toEqual({ updated: 1, agents: [{ address: agent, score: 640, grade: 'B' }] });
+    expect((await get(t.app, `/api/agents/${agent}/score`)).json().data.score).toBe(640);
+  });
+
+  it('answers 202 when the job outlasts the wait; the job id then yields the result', async () => {
+    const agent = await createAgent(t.app);
+    const res = await post(t.app, '/api/agents/batch-scores', { agents: [agent], scores: [999], reasons: ['0x'] });
+    expect(res.statusCode).toBe(202);
+    const { jobId } = res.json().data;
+    let job = (await get(t.app, `/api/jobs/${jobId}`)).json().data;
+    for (let i = 0; i < 100 && job.status !== 'completed'; i++) {
+      await new Promise((resolve) => setTimeout(resolve, 50));
+      job = (await get(t.app, `/api/jobs/${jobId}`)).json().data;
+    }
+    expect(job).toMatchObject({ status: 'completed', progress: 100, result: { updated: 1 } });
+    expect((await get(t.app, `/api/agents/${agent}/score`)).json().data.score).toBe(999);
+  });
+
+  it('carries a domain refusal from the worker back to the caller', async () => {
+    // Passes the API's check, then is unregistered behind its back: the worker refuses the whole batch.
+    const agent = await createAgent(t.app);
+    await t.database.db.updateTable('agents').set({ is_registered: false }).where('address', '=', agent).execute();
+    const outcome = t.jobs?.run(
+      (await import('../../../packages/jobs/src/index.ts')).jobs.batchScores,
+      { entries: [{ address: agent, score: 5, reason: '0x' }] },
+      { waitMs: 5000 },
+    );
+    await expect(outcome).rejects.toMatchObject({ encoded: { code: 'AGENT_NOT_REGISTERED' } });
+  });
+
+  it('fails fast with 503 when the producer cannot reach Redis', async () => {
+    const port = await freePort(); // nothing listens there
+    const ctx = await createTestApp({
+      jobs: () => createBullmqRunner({ redisUrl: `redis://127.0.0.1:${port}`, prefix, waitMs: 150 }),
+    });
+    try {
+      const agent = await createAgent(ctx.app);
+      const res = await post(ctx.app, '/api/agents/batch-scores', { agents: [agent], scores: [1], reasons: ['0x'] });
+      expect(res.statusCode).toBe(503);
+      expect(res.json().error.code).toBe('SERVICE_UNAVAILABLE');
+      expect(res.headers['retry-after']).toBe('1');
+      // Reads and spends do not depend on Redis.
+      expect((await get(ctx.app, `/api/agents/${agent}`)).statusCode).toBe(200);
+    } finally {
+      await ctx.close();
+    }
+  });
+});
+
+describe('the worker refuses an incomplete processor set', () => {
+  it('names the missing processor', () => {
+    const processors = { 'scores.batch': async () => ({ updated: 0, agents: [] }) } as unknown as Processors;
+    expect(() => verifyProcessors(processors)).toThrow(/missing \[.*scores\.recompute/);
+  });
+
+  it('names an unknown one', () => {
+    const real = createProcessors({} as never, 'w');
+    expect(() => verifyProcessors({ ...real, 'no.such.job': async () => ({}) } as unknown as Processors)).toThrow(
+      /unknown \[no\.such\.job\]/,
+    );
+    expect(() => verifyProcessors(real)).not.toThrow();
+  });
+});

@@ -1,0 +1,93 @@
+import { type DB, type Kysely, sql } from '@vouch/db';
+
+type Executor = Kysely<DB>;
+
+export interface ModelRow {
+  address: string;
+  score: number;
+  first_seen_at: Date;
+  transaction_count: number;
+  success_count: number;
+  total_volume: string;
+  spend_attempts: number;
+  spends_within: number;
+}
+
+/** What the score model reads, for many agents in one statement. */
+export async function modelInputs(db: Executor, addresses: string[], since: Date): Promise<ModelRow[]> {
+  const result = await sql<ModelRow>`
+    SELECT a.address, a.score, a.first_seen_at,
+           coalesce(t.transaction_count, 0) AS transaction_count,
+           coalesce(t.success_count, 0) AS success_count,
+           coalesce(t.total_volume, '0') AS total_volume,
+           coalesce(s.spend_attempts, 0) AS spend_attempts,
+           coalesce(s.spends_within, 0) AS spends_within
+    FROM agents a
+    LEFT JOIN (
+      SELECT agent, count(*)::int AS transaction_count,
+             (count(*) FILTER (WHERE success))::int AS success_count,
+             sum(amount)::text AS total_volume
+      FROM transactions WHERE agent = ANY(${addresses}::text[]) GROUP BY agent
+    ) t ON t.agent = a.address
+    LEFT JOIN (
+      SELECT agent, count(*)::int AS spend_attempts, (count(*) FILTER (WHERE accepted))::int AS spends_within
+      FROM spends WHERE agent = ANY(${addresses}::text[]) AND created_at >= ${since} GROUP BY agent
+    ) s ON s.agent = a.address
+    WHERE a.address = ANY(${addresses}::text[])`.execute(db);
+  return result.rows;
+}
+
+/**
+ * Writes new scores for many agents with one history row per actual change, in one
+ * statement. Agents whose score is already the target are left alone, which makes a
+ * redelivered job harmless. `registeredOnly` restricts writes to registered agents.
+ */
+export async function writeScores(
+  db: Executor,
+  v: {
+    addresses: string[];
+    scores: number[];
+    reasons: Array<string | null>;
+    source: 'manual' | 'batch' | 'model';
+    jobId: string | null;
+    now: Date;
+    onlyChanged: boolean;
+  },
+): Promise<Array<{ address: string; old_score: number; new_score: number }>> {
+  const result = await sql<{ address: string; old_score: number; new_score: number }>`
+    WITH v AS (
+      SELECT * FROM unnest(${v.addresses}::text[], ${v.scores}::int[], ${v.reasons}::text[]) AS v(address, score, reason)
+    ), old AS (
+      SELECT a.address, a.score FROM agents a JOIN v ON v.address = a.address
+      WHERE ${v.onlyChanged ? sql`a.score <> v.score` : sql`true`}
+      ORDER BY a.address
+      FOR UPDATE OF a
+    ), upd AS (
+      UPDATE agents a SET score = v.score, updated_at = ${v.now}
+      FROM v JOIN old ON old.address = v.address
+      WHERE a.address = v.address
+      RETURNING a.address, old.score AS old_score, a.score AS new_score, v.reason
+    )
+    INSERT INTO score_events (agent, old_score, new_score, source, reason, created_at, job_id)
+    SELECT address, old_score, new_score, ${v.source}, reason, ${v.now}, ${v.jobId} FROM upd
+    RETURNING agent AS address, old_score, new_score`.execute(db);
+  return result.rows;
+}
+
+export async function jobAlreadyApplied(db: Executor, jobId: string): Promise<boolean> {
+  const row = await db.selectFrom('score_events').select('id').where('job_id', '=', jobId).limit(1).executeTakeFirst();
+  return row !== undefined;
+}
+
+export function registrationOf(db: Executor, addresses: string[]) {
+  return db
+    .selectFrom('agents')
+    .select(['address', 'is_registered', 'score'])
+    .where('address', 'in', addresses)
+    .execute();
+}
+
+export async function allAddresses(db: Executor): Promise<string[]> {
+  const rows = await db.selectFrom('agents').select('address').orderBy('address').execute();
+  return rows.map((r) => r.address);
+}

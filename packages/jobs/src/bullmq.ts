@@ -1,0 +1,247 @@
+import { randomUUID } from 'node:crypto';
+import { FlowProducer, Job, type JobsOptions, Queue, QueueEvents } from 'bullmq';
+import { Redis, type RedisOptions } from 'ioredis';
+import { DomainJobError, decodeJobError, JobFailedError, JobsUnavailableError } from './errors.ts';
+import { type AnyJob, jobsByName, type PayloadOf, type QueueName, queueNames, type ResultOf } from './registry.ts';
+import type { EnqueueOptions, FlowChild, JobInfo, JobRunner, JobStatus, RunOutcome } from './runner.ts';
+
+/** A producer command that takes longer than this counts as Redis being unavailable. */
+const COMMAND_TIMEOUT_MS = 2000;
+
+export interface BullmqOptions {
+  redisUrl: string;
+  /** Key prefix; tests give each file its own. */
+  prefix?: string;
+  waitMs: number;
+  onError?: (error: unknown) => void;
+}
+
+/** Connection options for BullMQ's blocking clients (workers, queue events). */
+export function blockingConnection(redisUrl: string): RedisOptions {
+  return {
+    ...redisOptionsFromUrl(redisUrl),
+    maxRetriesPerRequest: null,
+    retryStrategy: (times) => Math.min(times * 200, 2000),
+  };
+}
+
+export function redisOptionsFromUrl(redisUrl: string): RedisOptions {
+  const url = new URL(redisUrl);
+  return {
+    host: url.hostname,
+    port: Number(url.port || 6379),
+    ...(url.username && { username: decodeURIComponent(url.username) }),
+    ...(url.password && { password: decodeURIComponent(url.password) }),
+    ...(url.pathname.length > 1 && { db: Number(url.pathname.slice(1)) }),
+    ...(url.protocol === 'rediss:' && { tls: {} }),
+  };
+}
+
+export function jobOptions(job: AnyJob): JobsOptions {
+  return {
+    attempts: job.options.attempts,
+    backoff: { type: 'exponential', delay: job.options.backoffMs },
+    // Awaited jobs keep their result for late readers (GET /api/jobs/:id); never `true`.
+    removeOnComplete: { age: job.options.keepCompletedSeconds, count: job.options.keepCount },
+    removeOnFail: { age: 7 * 24 * 3600, count: job.options.keepCount },
+  };
+}
+
+function queueOf(jobId: string): QueueName | null {
+  const queue = jobId.split('-', 1)[0];
+  return (queueNames as readonly string[]).includes(queue ?? '') ? (queue as QueueName) : null;
+}
+
+function statusOf(state: string): JobStatus {
+  if (state === 'prioritized' || state === 'waiting' || state === 'wait') return 'waiting';
+  if (['delayed', 'active', 'waiting-children', 'completed', 'failed'].includes(state)) return state as JobStatus;
+  return 'unknown';
+}
+
+/**
+ * BullMQ transport for producers (the API): one Queue and one long-lived QueueEvents
+ * per queue, created at start. Producers do not queue commands while Redis is away:
+ * an add fails at once and the caller answers 503.
+ */
+export function createBullmqRunner(options: BullmqOptions): JobRunner & { queues: Map<QueueName, Queue> } {
+  const prefix = options.prefix ?? 'vouch';
+  let closed = false;
+  // Reconnect while open (Redis may come back); stop for good once closed.
+  const retryStrategy = (times: number) => (closed ? null : Math.min(times * 200, 2000));
+  const producer = new Redis({
+    ...redisOptionsFromUrl(options.redisUrl),
+    enableOfflineQueue: false,
+    maxRetriesPerRequest: 1,
+    retryStrategy,
+  });
+  producer.on('error', (error) => options.onError?.(error));
+  const queues = new Map<QueueName, Queue>();
+  const events = new Map<QueueName, QueueEvents>();
+  for (const name of queueNames) {
+    const queue = new Queue(name, { connection: producer, prefix });
+    queue.on('error', (error) => options.onError?.(error));
+    queues.set(name, queue);
+    const queueEvents = new QueueEvents(name, {
+      connection: { ...blockingConnection(options.redisUrl), retryStrategy },
+      prefix,
+    });
+    queueEvents.on('error', (error) => options.onError?.(error));
+    events.set(name, queueEvents);
+  }
+  const flows = new FlowProducer({ connection: producer, prefix });
+  flows.on('error', (error) => options.onError?.(error));
+  // A connection that never becomes ready rejects its readiness promise; it is reported through 'error'.
+  for (const client of [...queues.values(), flows]) void client.waitUntilReady().catch(() => {});
+  const connectedEvents = new Set<QueueEvents>();
+  for (const queueEvents of events.values()) {
+    void queueEvents
+      .waitUntilReady()
+      .then(() => connectedEvents.add(queueEvents))
+      .catch(() => {});
+  }
+
+  function queueFor(job: AnyJob): Queue {
+    const queue = queues.get(job.queue);
+    if (!queue) throw new Error(`unknown queue ${job.queue}`);
+    return queue;
+  }
+
+  function unavailable(error: unknown): never {
+    throw new JobsUnavailableError(error);
+  }
+
+  /**
+   * BullMQ waits for its connection to become ready before any command; a producer
+   * must not. While Redis is away, fail at once; a command that still hangs is cut off.
+   */
+  async function guarded<T>(command: () => Promise<T>): Promise<T> {
+    if (producer.status !== 'ready') unavailable(new Error(`redis connection is ${producer.status}`));
+    let timer: NodeJS.Timeout | undefined;
+    const cutoff = new Promise<never>((_, reject) => {
+      timer = setTimeout(() => reject(new Error('redis command timed out')), COMMAND_TIMEOUT_MS);
+    });
+    try {
+      return await Promise.race([command(), cutoff]);
+    } catch (error) {
+      unavailable(error);
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+
+  async function wait<R>(job: Job, def: AnyJob, waitMs: number): Promise<RunOutcome<R>> {
+    const queueEvents = events.get(def.queue);
+    if (!queueEvents) throw new Error(`no events for ${def.queue}`);
+    const id = job.id as string;
+    try {
+      const value = await job.waitUntilFinished(queueEvents, waitMs);
+      return { state: 'completed', jobId: id, result: def.result.parse(value) as R };
+    } catch (error) {
+      const message = error instanceof Error ? error.message : String(error);
+      if (message.includes('timed out before finishing')) {
+        const state = await job.getState().catch(() => 'unknown');
+        return { state: 'pending', jobId: id, status: statusOf(state) };
+      }
+      const domain = decodeJobError(message);
+      if (domain) throw new DomainJobError(domain);
+      throw new JobFailedError(id, message);
+    }
+  }
+
+  return {
+    kind: 'bullmq',
+    queues,
+
+    async run<J extends AnyJob>(job: J, payload: PayloadOf<J>, opts?: { waitMs?: number }) {
+      const data = job.payload.parse(payload);
+      const added = await guarded(() =>
+        queueFor(job).add(job.name, data, { ...jobOptions(job), jobId: `${job.queue}-${randomUUID()}` }),
+      );
+      return wait<ResultOf<J>>(added, job, opts?.waitMs ?? options.waitMs);
+    },
+
+    async runFlow<J extends AnyJob>(
+      parent: J,
+      payload: PayloadOf<J>,
+      children: FlowChild[],
+      opts?: { waitMs?: number },
+    ) {
+      const node = await guarded(() =>
+        flows.add({
+          name: parent.name,
+          queueName: parent.queue,
+          data: parent.payload.parse(payload),
+          opts: { ...jobOptions(parent), jobId: `${parent.queue}-${randomUUID()}` },
+          children: children.map((child) => ({
+            name: child.job.name,
+            queueName: child.job.queue,
+            data: child.job.payload.parse(child.payload),
+            opts: { ...jobOptions(child.job), jobId: `${child.job.queue}-${randomUUID()}`, failParentOnFailure: true },
+          })),
+        }),
+      );
+      return wait<ResultOf<J>>(node.job, parent, opts?.waitMs ?? options.waitMs);
+    },
+
+    async enqueue<J extends AnyJob>(job: J, payload: PayloadOf<J>, opts?: EnqueueOptions) {
+      const data = job.payload.parse(payload);
+      const added = await guarded(() =>
+        queueFor(job).add(job.name, data, {
+          ...jobOptions(job),
+          jobId: `${job.queue}-${randomUUID()}`,
+          ...(opts?.delayMs && { delay: opts.delayMs }),
+          ...(opts?.dedupeId && { deduplication: { id: opts.dedupeId, keepLastIfActive: true } }),
+        }),
+      );
+      return { jobId: added.id as string };
+    },
+
+    async get(jobId: string): Promise<JobInfo | null> {
+      const queueName = queueOf(jobId);
+      const queue = queueName ? queues.get(queueName) : undefined;
+      if (!queue) return null;
+      const job = await guarded(() => Job.fromId(queue, jobId));
+      if (!job) return null;
+      const status = statusOf(await guarded(() => job.getState()));
+      let progress = typeof job.progress === 'number' ? job.progress : 0;
+      if (status === 'waiting-children') {
+        const counts = await guarded(() => job.getDependenciesCount({ processed: true, unprocessed: true }));
+        const total = (counts.processed ?? 0) + (counts.unprocessed ?? 0);
+        progress = total ? Math.floor(((counts.processed ?? 0) / total) * 100) : 0;
+      }
+      if (status === 'completed') progress = 100;
+      const def = jobsByName.get(job.name);
+      const domain = decodeJobError(job.failedReason);
+      return {
+        id: jobId,
+        name: job.name,
+        queue: queue.name,
+        status,
+        progress,
+        result: status === 'completed' && def ? def.result.parse(job.returnvalue) : null,
+        error:
+          status === 'failed'
+            ? (domain ?? { code: 'INTERNAL_ERROR', message: job.failedReason || 'job failed' })
+            : null,
+        createdAt: job.timestamp,
+        finishedAt: job.finishedOn ?? null,
+      };
+    },
+
+    async ping() {
+      await guarded(() => producer.ping());
+    },
+
+    async close() {
+      // A graceful close waits for Redis; if Redis is away, give up after a moment.
+      // With `closed` set, the retry strategy lets the sockets end instead of reconnecting.
+      closed = true;
+      // BullMQ drops its error handlers when closing a QueueEvents that is still connecting,
+      // and a late connection error would then be thrown; such a one ends by itself now.
+      const closables = [...connectedEvents, ...queues.values(), flows];
+      const graceful = Promise.allSettled(closables.map((c) => c.close()));
+      await Promise.race([graceful, new Promise((resolve) => setTimeout(resolve, 1000).unref())]);
+      producer.disconnect();
+    },
+  };
+}

@@ -1,0 +1,220 @@
+import { randomUUID } from 'node:crypto';
+import { DomainJobError, JobFailedError } from './errors.ts';
+import type { Processors } from './processor.ts';
+import { type AnyJob, type JobName, type PayloadOf, type QueueName, queueNames, type ResultOf } from './registry.ts';
+import type { EnqueueOptions, FlowChild, JobInfo, JobRunner, JobStatus, RunOutcome } from './runner.ts';
+
+interface Record {
+  info: JobInfo;
+  job: AnyJob;
+  payload: unknown;
+  dedupeId?: string;
+  children: string[];
+  finished: Promise<void>;
+  finish: () => void;
+}
+
+export interface InProcessOptions {
+  processors: Processors;
+  /** Jobs of one queue running at once. */
+  concurrency?: number;
+  waitMs: number;
+  /** Finished jobs kept for GET /api/jobs/:id. */
+  keepFinished?: number;
+  onError?: (error: unknown, info: JobInfo) => void;
+}
+
+/** Bounded FIFO concurrency for one queue. */
+class Lane {
+  private running = 0;
+  private readonly waiting: Array<() => void> = [];
+  constructor(private readonly limit: number) {}
+  async acquire(): Promise<void> {
+    if (this.running < this.limit) {
+      this.running++;
+      return;
+    }
+    await new Promise<void>((resolve) => this.waiting.push(resolve));
+  }
+  release(): void {
+    const next = this.waiting.shift();
+    if (next) next();
+    else this.running--;
+  }
+}
+
+/**
+ * Runs jobs inside this process with the same processors the workers use; for the
+ * embedded mode without Redis. Jobs live in memory: a restart forgets them.
+ */
+export function createInProcessRunner(options: InProcessOptions): JobRunner {
+  const records = new Map<string, Record>();
+  const lanes = new Map<QueueName, Lane>(queueNames.map((q) => [q, new Lane(options.concurrency ?? 4)]));
+  const dedupe = new Map<string, string>();
+  const keep = options.keepFinished ?? 5000;
+  let closed = false;
+
+  function create(job: AnyJob, payload: unknown, status: JobStatus): Record {
+    const parsed = job.payload.parse(payload);
+    let finish!: () => void;
+    const finished = new Promise<void>((resolve) => {
+      finish = resolve;
+    });
+    const record: Record = {
+      info: {
+        id: `${job.queue}-${randomUUID()}`,
+        name: job.name,
+        queue: job.queue,
+        status,
+        progress: 0,
+        result: null,
+        error: null,
+        createdAt: Date.now(),
+        finishedAt: null,
+      },
+      job,
+      payload: parsed,
+      children: [],
+      finished,
+      finish,
+    };
+    records.set(record.info.id, record);
+    return record;
+  }
+
+  function complete(record: Record, result: unknown, error: JobInfo['error']) {
+    record.info.status = error ? 'failed' : 'completed';
+    record.info.result = result;
+    record.info.error = error;
+    record.info.progress = error ? record.info.progress : 100;
+    record.info.finishedAt = Date.now();
+    if (record.dedupeId) dedupe.delete(record.dedupeId);
+    record.finish();
+    // Forget the oldest finished jobs beyond the retention count.
+    if (records.size > keep) {
+      for (const [id, r] of records) {
+        if (records.size <= keep) break;
+        if (r.info.finishedAt !== null) records.delete(id);
+      }
+    }
+  }
+
+  async function execute(record: Record, childrenValues: unknown[] = []) {
+    const lane = lanes.get(record.job.queue);
+    if (!lane) throw new Error(`no lane for queue ${record.job.queue}`);
+    await lane.acquire();
+    try {
+      if (record.dedupeId) dedupe.delete(record.dedupeId);
+      record.info.status = 'active';
+      const processor = options.processors[record.job.name as JobName] as (p: unknown, c: unknown) => Promise<unknown>;
+      const result = await processor(record.payload, {
+        jobId: record.info.id,
+        attempt: 1,
+        updateProgress: async (progress: number) => {
+          record.info.progress = progress;
+        },
+        childrenValues: async () => childrenValues,
+      });
+      complete(record, record.job.result.parse(result), null);
+    } catch (error) {
+      const encoded =
+        error instanceof DomainJobError
+          ? error.encoded
+          : { code: 'INTERNAL_ERROR', message: error instanceof Error ? error.message : String(error) };
+      if (!(error instanceof DomainJobError)) options.onError?.(error, record.info);
+      complete(record, null, encoded);
+    } finally {
+      lane.release();
+    }
+  }
+
+  function schedule(record: Record, delayMs = 0) {
+    const start = () => {
+      if (!closed) void execute(record);
+    };
+    if (delayMs > 0) setTimeout(start, delayMs).unref();
+    else queueMicrotask(start);
+  }
+
+  async function wait<R>(record: Record, waitMs: number): Promise<RunOutcome<R>> {
+    let timer: NodeJS.Timeout | undefined;
+    const timedOut = new Promise<'timeout'>((resolve) => {
+      timer = setTimeout(() => resolve('timeout'), waitMs);
+    });
+    const outcome = await Promise.race([record.finished.then(() => 'done' as const), timedOut]);
+    clearTimeout(timer);
+    if (outcome === 'timeout') return { state: 'pending', jobId: record.info.id, status: record.info.status };
+    if (record.info.error) {
+      if (record.info.error.code === 'INTERNAL_ERROR')
+        throw new JobFailedError(record.info.id, record.info.error.message);
+      throw new DomainJobError(record.info.error);
+    }
+    return { state: 'completed', jobId: record.info.id, result: record.info.result as R };
+  }
+
+  return {
+    kind: 'in-process',
+
+    async run<J extends AnyJob>(job: J, payload: PayloadOf<J>, opts?: { waitMs?: number }) {
+      const record = create(job, payload, 'waiting');
+      schedule(record);
+      return wait<ResultOf<J>>(record, opts?.waitMs ?? options.waitMs);
+    },
+
+    async runFlow<J extends AnyJob>(
+      parent: J,
+      payload: PayloadOf<J>,
+      children: FlowChild[],
+      opts?: { waitMs?: number },
+    ) {
+      const parentRecord = create(parent, payload, 'waiting-children');
+      const childRecords = children.map((c) => create(c.job, c.payload, 'waiting'));
+      parentRecord.children = childRecords.map((r) => r.info.id);
+      let done = 0;
+      for (const child of childRecords) {
+        void child.finished.then(() => {
+          done++;
+          parentRecord.info.progress = Math.floor((done / childRecords.length) * 100);
+        });
+        schedule(child);
+      }
+      void Promise.all(childRecords.map((r) => r.finished)).then(() => {
+        const failed = childRecords.find((r) => r.info.error);
+        if (failed) complete(parentRecord, null, failed.info.error);
+        else if (!closed)
+          void execute(
+            parentRecord,
+            childRecords.map((r) => r.info.result),
+          );
+      });
+      return wait<ResultOf<J>>(parentRecord, opts?.waitMs ?? options.waitMs);
+    },
+
+    async enqueue<J extends AnyJob>(job: J, payload: PayloadOf<J>, opts?: EnqueueOptions) {
+      if (opts?.dedupeId) {
+        const existing = dedupe.get(opts.dedupeId);
+        if (existing && records.get(existing)?.info.status !== 'active') return { jobId: existing };
+      }
+      const record = create(job, payload, opts?.delayMs ? 'delayed' : 'waiting');
+      if (opts?.dedupeId) {
+        record.dedupeId = opts.dedupeId;
+        dedupe.set(opts.dedupeId, record.info.id);
+      }
+      schedule(record, opts?.delayMs);
+      return { jobId: record.info.id };
+    },
+
+    async get(jobId: string) {
+      const record = records.get(jobId);
+      return record ? { ...record.info } : null;
+    },
+
+    async ping() {},
+
+    async close() {
+      closed = true;
+      // Let running jobs finish; waiting ones are dropped with the process.
+      await Promise.all([...records.values()].filter((r) => r.info.status === 'active').map((r) => r.finished));
+    },
+  };
+}

@@ -1,0 +1,89 @@
+import { z } from 'zod';
+
+/** Every queue. Queue names never contain ':' or '-' (job ids are `<queue>-<uuid>`). */
+export const queueNames = ['scores'] as const;
+export type QueueName = (typeof queueNames)[number];
+
+export interface JobOptions {
+  attempts: number;
+  backoffMs: number;
+  /** Completed jobs are kept this long (and at most `keepCount`) so late readers can fetch results. */
+  keepCompletedSeconds: number;
+  keepCount: number;
+}
+
+const defaults: JobOptions = { attempts: 3, backoffMs: 1000, keepCompletedSeconds: 3600, keepCount: 5000 };
+
+export interface JobDefinition<
+  N extends string = string,
+  P extends z.ZodType = z.ZodType,
+  R extends z.ZodType = z.ZodType,
+> {
+  name: N;
+  queue: QueueName;
+  payload: P;
+  result: R;
+  options: JobOptions;
+}
+
+function defineJob<N extends string, P extends z.ZodType, R extends z.ZodType>(
+  def: Omit<JobDefinition<N, P, R>, 'options'> & { options?: Partial<JobOptions> },
+): JobDefinition<N, P, R> {
+  return { ...def, options: { ...defaults, ...def.options } };
+}
+
+const address = z.string().regex(/^0x[0-9a-f]{40}$/);
+const scoredAgent = z.object({ address, score: z.number().int(), grade: z.string() });
+
+/** The one list of jobs: name, queue, payload and result schemas, options. */
+export const jobs = {
+  batchScores: defineJob({
+    name: 'scores.batch',
+    queue: 'scores',
+    payload: z.object({
+      entries: z
+        .array(z.object({ address, score: z.number().int().min(0).max(1000), reason: z.string() }))
+        .min(1)
+        .max(1000),
+    }),
+    result: z.object({ updated: z.number().int(), agents: z.array(scoredAgent) }),
+  }),
+  recompute: defineJob({
+    name: 'scores.recompute',
+    queue: 'scores',
+    payload: z.object({ agents: z.number().int(), chunks: z.number().int() }),
+    result: z.object({
+      agents: z.number().int(),
+      chunks: z.number().int(),
+      updated: z.number().int(),
+      unchanged: z.number().int(),
+      workers: z.array(z.string()),
+    }),
+  }),
+  recomputeChunk: defineJob({
+    name: 'scores.recompute-chunk',
+    queue: 'scores',
+    payload: z.object({ agents: z.array(address).min(1).max(1000) }),
+    result: z.object({ scored: z.number().int(), updated: z.number().int(), worker: z.string() }),
+  }),
+  refreshAgent: defineJob({
+    name: 'scores.refresh-agent',
+    queue: 'scores',
+    payload: z.object({ agent: address }),
+    result: z.object({ scored: z.number().int(), updated: z.number().int(), worker: z.string() }),
+    options: { keepCompletedSeconds: 600, keepCount: 1000 },
+  }),
+} as const;
+
+export type Jobs = typeof jobs;
+export type JobKey = keyof Jobs;
+export type AnyJob = Jobs[JobKey];
+export type JobName = AnyJob['name'];
+export type PayloadOf<J extends AnyJob> = z.input<J['payload']>;
+export type ResultOf<J extends AnyJob> = z.output<J['result']>;
+
+export const jobsByName: ReadonlyMap<string, AnyJob> = new Map(Object.values(jobs).map((j) => [j.name, j]));
+
+export function jobsOfQueue(queue: QueueName): AnyJob[] {
+  return Object.values(jobs).filter((j) => j.queue === queue);
+}

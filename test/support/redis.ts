@@ -1,0 +1,49 @@
+import { randomBytes } from 'node:crypto';
+import { Redis } from 'ioredis';
+
+export const TEST_REDIS_URL = process.env.TEST_REDIS_URL ?? 'redis://127.0.0.1:6379';
+
+/**
+ * Whether the shared Redis answers. Under CI=true an unreachable Redis throws, so
+ * tests that need it fail instead of skipping.
+ */
+export async function redisAvailable(): Promise<boolean> {
+  const client = new Redis(TEST_REDIS_URL, {
+    lazyConnect: true,
+    maxRetriesPerRequest: 0,
+    connectTimeout: 2000,
+    retryStrategy: () => null,
+  });
+  try {
+    await client.connect();
+    await client.ping();
+    return true;
+  } catch (error) {
+    if (process.env.CI === 'true')
+      throw new Error(`Redis at ${TEST_REDIS_URL} is unreachable under CI=true: ${(error as Error).message}`);
+    console.warn(`[vouch] Redis unreachable at ${TEST_REDIS_URL}; skipping the tests that need it`);
+    return false;
+  } finally {
+    client.disconnect();
+  }
+}
+
+/** A BullMQ key prefix of its own for one test file. */
+export function testPrefix(): string {
+  return `vouch-test-${randomBytes(4).toString('hex')}`;
+}
+
+/** Deletes every key under a prefix. */
+export async function dropPrefix(prefix: string): Promise<void> {
+  const client = new Redis(TEST_REDIS_URL, { maxRetriesPerRequest: 1 });
+  try {
+    let cursor = '0';
+    do {
+      const [next, keys] = await client.scan(cursor, 'MATCH', `${prefix}:*`, 'COUNT', 1000);
+      cursor = next;
+      if (keys.length) await client.del(...keys);
+    } while (cursor !== '0');
+  } finally {
+    client.disconnect();
+  }
+}
