@@ -1,4 +1,4 @@
-import { type App, buildApp } from '../../apps/api/src/app.ts';
+import { type App, type AppDeps, buildApp } from '../../apps/api/src/app.ts';
 import { createProcessors } from '../../apps/worker/src/index.ts';
 import { type Clock, createServices, type Services } from '../../packages/core/src/index.ts';
 import type { Database } from '../../packages/db/src/index.ts';
@@ -25,6 +25,9 @@ export async function createTestApp(
     waitMs?: number;
     chunkSize?: number;
     refreshDelayMs?: number;
+    chainRpcUrl?: string;
+    /** Auth, rate limits, CORS and the like; by default auth and limits are off. */
+    edge?: Partial<Omit<AppDeps, 'services' | 'database' | 'jobs'>>;
   } = {},
 ): Promise<TestContext & { jobs?: JobRunner }> {
   const database = await createTestDatabase({ poolMax: options.poolMax });
@@ -40,7 +43,10 @@ export async function createTestApp(
   const now: Clock = () => clock.now;
   let jobs: JobRunner | undefined;
   if (options.jobs === 'in-process') {
-    const real = createProcessors(createServices({ db: database.db, clock: now }), 'test-in-process');
+    const real = createProcessors(
+      createServices({ db: database.db, clock: now, chainRpcUrl: options.chainRpcUrl }),
+      'test-in-process',
+    );
     jobs = createInProcessRunner({
       processors: options.processors ? options.processors(real) : real,
       waitMs: options.waitMs ?? 10_000,
@@ -54,8 +60,10 @@ export async function createTestApp(
     jobs,
     recomputeChunkSize: options.chunkSize,
     refreshDelayMs: options.refreshDelayMs,
+    chainRpcUrl: options.chainRpcUrl,
   });
-  const app = await buildApp({ services });
+  await services.sanctions.ensureBundled();
+  const app = await buildApp({ services, database, jobs, defaultMetrics: false, ...options.edge });
   await app.ready();
   return {
     app,

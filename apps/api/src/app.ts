@@ -3,15 +3,18 @@ import type { Services } from '@vouch/core';
 import type { Queue } from 'bullmq';
 import Fastify, { type FastifyBaseLogger } from 'fastify';
 import { serializerCompiler, validatorCompiler, type ZodTypeProvider } from 'fastify-type-provider-zod';
+import { type EdgeDeps, edgePlugin } from './edge.ts';
 import { errorsPlugin } from './plugins/errors.ts';
 import { queueDashboard } from './plugins/queue-dashboard.ts';
 import { agentsRoutes } from './routes/agents.routes.ts';
 import { budgetsRoutes } from './routes/budgets.routes.ts';
+import { checksRoutes } from './routes/checks.routes.ts';
 import { jobsRoutes } from './routes/jobs.routes.ts';
 import { scoresRoutes } from './routes/scores.routes.ts';
 import { transactionsRoutes } from './routes/transactions.routes.ts';
 
-export interface AppDeps {
+/** EdgeDeps: auth, rate limits, CORS, database and jobs for readiness and metrics (edge.ts). */
+export interface AppDeps extends EdgeDeps {
   services: Services;
   /** A pino logger; none means silent. */
   logger?: FastifyBaseLogger;
@@ -47,11 +50,13 @@ export async function buildApp(deps: AppDeps) {
   });
 
   await app.register(errorsPlugin);
+  await app.register(edgePlugin, deps);
   await app.register(agentsRoutes, { services: deps.services });
   await app.register(budgetsRoutes, { services: deps.services });
   await app.register(scoresRoutes, { services: deps.services });
   await app.register(transactionsRoutes, { services: deps.services });
   if (deps.services.scoring) await app.register(jobsRoutes, { scoring: deps.services.scoring });
+  if (deps.services.checks) await app.register(checksRoutes, { services: deps.services, checks: deps.services.checks });
   if (deps.queues?.length) await app.register(queueDashboard, { queues: deps.queues });
   return app;
 }

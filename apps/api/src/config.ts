@@ -1,5 +1,6 @@
-import { optionalString, parseConfig, positiveInt, sharedEnv } from '@vouch/config';
+import { ConfigError, optionalString, parseConfig, positiveInt, sharedEnv } from '@vouch/config';
 import { z } from 'zod';
+import { checkEdgeConfig, edgeEnv } from './edge-config.ts';
 
 export const apiConfigSchema = z.object({
   ...sharedEnv,
@@ -17,10 +18,15 @@ export const apiConfigSchema = z.object({
   VOUCH_ROLE: z.enum(['all', 'api']).default('all'),
   /** Jobs per queue run at once by the in-process runner or the in-process worker. */
   WORKER_CONCURRENCY: positiveInt(4),
+  ...edgeEnv,
 });
 
 export type ApiConfig = z.output<typeof apiConfigSchema>;
 
 export function loadApiConfig(env: NodeJS.ProcessEnv = process.env): ApiConfig {
-  return parseConfig(apiConfigSchema, env);
+  const config = parseConfig(apiConfigSchema, env);
+  // AUTH on (the production default) with nobody able to administer keys is refused.
+  const problem = checkEdgeConfig(config);
+  if (problem) throw new ConfigError(`invalid configuration:\n  ADMIN_API_KEY: ${problem}`);
+  return config;
 }

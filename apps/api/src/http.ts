@@ -13,6 +13,7 @@ export function ok<T>(data: T): { success: true; data: T } {
 export function responses(success: Record<number, z.ZodType>, errors: number[]) {
   const map: Record<number, z.ZodType> = {};
   for (const [status, schema] of Object.entries(success)) map[Number(status)] = successEnvelope(schema);
-  for (const status of new Set([...errors, 400, 429, 500, 503])) map[status] = failureEnvelope;
+  // 401/403: any route may refuse a missing or insufficient API key when AUTH is on.
+  for (const status of new Set([...errors, 400, 401, 403, 429, 500, 503])) map[status] = failureEnvelope;
   return map;
 }

@@ -33,7 +33,9 @@ export async function idempotent<T>(
     reply.code(statusOf(value));
     return ok(value);
   }
-  const scope = `${request.method} ${request.routeOptions.url}`;
+  // Per route and per API key, so two clients cannot collide on the same key.
+  const client = request.principal ? ` key:${request.principal.id}` : '';
+  const scope = `${request.method} ${request.routeOptions.url}${client}`;
   const effects: Array<() => void> = [];
   const result = await services.idempotency.execute(
     { scope, key, request: { params: request.params, body: request.body } },

@@ -1,4 +1,5 @@
 import { hostname } from 'node:os';
+import { checksOptions } from '@vouch/config';
 import { createServices } from '@vouch/core';
 import { createDatabase, migrateToLatest } from '@vouch/db';
 import { createBullmqRunner, createInProcessRunner, type JobRunner, queueNames } from '@vouch/jobs';
@@ -7,6 +8,7 @@ import type { Queue } from 'bullmq';
 import pino from 'pino';
 import { buildApp } from './app.ts';
 import { loadApiConfig } from './config.ts';
+import { edgeDeps } from './edge-config.ts';
 
 const config = loadApiConfig();
 const logger = pino({
@@ -29,6 +31,7 @@ logger.info(
   'database configured',
 );
 if (config.MIGRATE_ON_START || database.driver === 'pglite') await migrateToLatest(database.db);
+const coreOptions = { db: database.db, ...checksOptions(config) };
 
 // Jobs: BullMQ when Redis is configured, otherwise the in-process runner with the same processors.
 const onBackgroundError = (err: unknown, context: Record<string, unknown>) =>
@@ -51,12 +54,12 @@ if (config.REDIS_URL) {
       prefix: config.BULLMQ_PREFIX,
       queues: queueNames,
       concurrency: () => config.WORKER_CONCURRENCY,
-      processors: createProcessors(createServices({ db: database.db }), workerId),
+      processors: createProcessors(createServices(coreOptions), workerId),
       logger: logger.child({ component: 'worker' }),
     });
   }
 } else {
-  const processorServices = createServices({ db: database.db });
+  const processorServices = createServices(coreOptions);
   jobs = createInProcessRunner({
     processors: createProcessors(processorServices, workerId),
     concurrency: config.WORKER_CONCURRENCY,
@@ -65,19 +68,38 @@ if (config.REDIS_URL) {
   });
 }
 logger.info({ jobs: jobs.kind, inProcessWorker: workers !== undefined }, 'jobs configured');
+if (!config.CHAIN_RPC_URL)
+  logger.warn('CHAIN_RPC_URL is unset: the chain checks of a verification fail with "no chain configured"');
 
 const services = createServices({
-  db: database.db,
+  ...coreOptions,
   jobs,
   recomputeChunkSize: config.RECOMPUTE_CHUNK_SIZE,
   onBackgroundError,
 });
+// The bundled OFAC snapshot is loaded on first start; later snapshots come from `npm run sanctions:import`.
+const loaded = await services.sanctions.ensureBundled();
+if (loaded) logger.info({ entries: loaded.entries, snapshotDate: loaded.snapshotDate }, 'sanctions snapshot loaded');
+
+const edge = edgeDeps(config);
+if (edge.auth.mode === 'off') {
+  logger.warn(
+    'AUTH is off: every API route is open to anyone who can reach this port (set AUTH=on and ADMIN_API_KEY to require API keys)',
+  );
+}
+logger.info(
+  { auth: edge.auth.mode, rateLimit: edge.rateLimit ? (config.REDIS_URL ? 'redis' : 'memory') : 'off' },
+  'edge configured',
+);
 const app = await buildApp({
   services,
   logger,
   trustProxy: config.TRUST_PROXY,
   bodyLimit: config.BODY_LIMIT_BYTES,
   queues,
+  database,
+  jobs,
+  ...edge,
 });
 
 let closing = false;

@@ -1,4 +1,5 @@
 import { hostname } from 'node:os';
+import { checksOptions } from '@vouch/config';
 import { createServices } from '@vouch/core';
 import { createDatabase } from '@vouch/db';
 import pino from 'pino';
@@ -22,7 +23,7 @@ if (database.driver === 'pglite') {
   logger.warn('DATABASE_URL is unset: this worker uses its own embedded database, which the API cannot see');
 }
 
-const services = createServices({ db: database.db });
+const services = createServices({ db: database.db, ...checksOptions(config) });
 const manager = startWorkers({
   redisUrl: config.REDIS_URL,
   prefix: config.BULLMQ_PREFIX,

@@ -8,6 +8,22 @@ const optionalString = z
 
 const positiveInt = (fallback: number) => z.coerce.number().int().positive().default(fallback);
 
+const nonNegative = (fallback: number) => z.coerce.number().nonnegative().default(fallback);
+
+/** Settings of the checks (verification and anomaly thresholds, the chain); see docs/checks.md. */
+export const checksEnv = {
+  CHAIN_RPC_URL: optionalString,
+  VERIFY_MIN_AGE_DAYS: nonNegative(1),
+  VERIFY_MIN_TRANSACTIONS: nonNegative(1),
+  VERIFY_ACTIVITY_WINDOW_DAYS: positiveInt(30),
+  VERIFY_OWNER_STABLE_DAYS: nonNegative(7),
+  VERIFY_MIN_SCORE: nonNegative(100),
+  ANOMALY_DETECT_AT: nonNegative(50),
+  ANOMALY_FREQUENCY_FLAG_RATIO: nonNegative(3),
+  ANOMALY_VALUE_FLAG_RATIO: nonNegative(5),
+  ANOMALY_FAILURE_FLAG_RATE: nonNegative(0.2),
+};
+
 /** Settings every process shares (DESIGN §5). */
 export const sharedEnv = {
   NODE_ENV: z.enum(['development', 'production', 'test']).default('development'),
@@ -21,9 +37,32 @@ export const sharedEnv = {
     .enum(['true', 'false'])
     .default('true')
     .transform((v) => v === 'true'),
+  ...checksEnv,
 };
 
 export { optionalString, positiveInt };
+
+type ChecksConfig = { [K in keyof typeof checksEnv]: z.output<(typeof checksEnv)[K]> };
+
+/** The checks' settings in the shape the core services take. */
+export function checksOptions(config: ChecksConfig) {
+  return {
+    chainRpcUrl: config.CHAIN_RPC_URL,
+    verification: {
+      minAgeDays: config.VERIFY_MIN_AGE_DAYS,
+      minTransactions: config.VERIFY_MIN_TRANSACTIONS,
+      activityWindowDays: config.VERIFY_ACTIVITY_WINDOW_DAYS,
+      ownerStableDays: config.VERIFY_OWNER_STABLE_DAYS,
+      minScore: config.VERIFY_MIN_SCORE,
+    },
+    anomaly: {
+      detectAt: config.ANOMALY_DETECT_AT,
+      frequencyFlagRatio: config.ANOMALY_FREQUENCY_FLAG_RATIO,
+      valueFlagRatio: config.ANOMALY_VALUE_FLAG_RATIO,
+      failureFlagRate: config.ANOMALY_FAILURE_FLAG_RATE,
+    },
+  };
+}
 
 export class ConfigError extends Error {}
 

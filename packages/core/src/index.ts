@@ -1,8 +1,30 @@
 export * from './agents/agents.model.ts';
 export { type AgentsService, createAgentsService } from './agents/agents.service.ts';
+export * from './anomaly/anomaly.model.ts';
+export { type AnomalyInput, type AnomalyService, createAnomalyService } from './anomaly/anomaly.service.ts';
+export { createEnrichService, type EnrichService } from './anomaly/enrich.service.ts';
 export * from './budgets/budgets.model.ts';
 export { type BudgetsService, createBudgetsService } from './budgets/budgets.service.ts';
+export { type ChecksJobs, createChecksJobs } from './checks/checks-jobs.service.ts';
 export * from './idempotency/idempotency.service.ts';
+export * from './keys/keys.model.ts';
+export {
+  ApiKeyNotFoundError,
+  type AuthenticateResult,
+  createKeysService,
+  type KeyPrincipal,
+  type KeysService,
+} from './keys/keys.service.ts';
+export * from './sanctions/sanctions.model.ts';
+export {
+  BUNDLED_SANCTIONS_DIR,
+  BUNDLED_SNAPSHOT_DATE,
+  createSanctionsService,
+  type ImportResult,
+  readListDirectory,
+  type SanctionsService,
+  type ScreeningResult,
+} from './sanctions/sanctions.service.ts';
 export * from './scores/scores.model.ts';
 export { type BatchEntry, createScoresService, type ScoresService } from './scores/scores.service.ts';
 export { createScoringJobs, type ScoringJobs } from './scores/scoring-jobs.service.ts';
@@ -11,3 +33,10 @@ export { canonicalJson } from './shared/canonical-json.ts';
 export { type Clock, systemClock, toUnixSeconds } from './shared/clock.ts';
 export * from './shared/errors.ts';
 export { createTransactionsService, type TransactionsService } from './transactions/transactions.service.ts';
+export { type ChainReader, createChainReader } from './verification/chain.ts';
+export * from './verification/verification.model.ts';
+export {
+  createVerificationService,
+  type VerificationResult,
+  type VerificationService,
+} from './verification/verification.service.ts';

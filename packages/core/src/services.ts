@@ -1,12 +1,21 @@
 import type { DB, Kysely } from '@vouch/db';
 import type { JobRunner } from '@vouch/jobs';
 import { createAgentsService } from './agents/agents.service.ts';
+import { type AnomalyThresholds, defaultAnomalyThresholds } from './anomaly/anomaly.model.ts';
+import { createAnomalyService } from './anomaly/anomaly.service.ts';
+import { createEnrichService } from './anomaly/enrich.service.ts';
 import { createBudgetsService } from './budgets/budgets.service.ts';
+import { createChecksJobs } from './checks/checks-jobs.service.ts';
 import { createIdempotencyService } from './idempotency/idempotency.service.ts';
+import { createKeysService } from './keys/keys.service.ts';
+import { createSanctionsService } from './sanctions/sanctions.service.ts';
 import { createScoresService } from './scores/scores.service.ts';
 import { createScoringJobs } from './scores/scoring-jobs.service.ts';
 import { type Clock, systemClock } from './shared/clock.ts';
 import { createTransactionsService } from './transactions/transactions.service.ts';
+import { createChainReader } from './verification/chain.ts';
+import { defaultThresholds, type VerificationThresholds } from './verification/verification.model.ts';
+import { createVerificationService } from './verification/verification.service.ts';
 
 export interface CoreDeps {
   db: Kysely<DB>;
@@ -16,6 +25,10 @@ export interface CoreDeps {
   recomputeChunkSize?: number;
   refreshDelayMs?: number;
   onBackgroundError?: (error: unknown, context: Record<string, unknown>) => void;
+  /** EVM JSON-RPC endpoint for the chain checks; without it they fail saying so. */
+  chainRpcUrl?: string | undefined;
+  verification?: Partial<VerificationThresholds>;
+  anomaly?: Partial<AnomalyThresholds>;
 }
 
 /** Every use case, wired to one database and clock. */
@@ -23,6 +36,19 @@ export function createServices(deps: CoreDeps) {
   const clock = deps.clock ?? systemClock;
   const base = { db: deps.db, clock };
   const scores = createScoresService(base);
+  const sanctions = createSanctionsService({ ...base, rescore: (addresses) => scores.recompute(addresses, null) });
+  const verification = createVerificationService({
+    ...base,
+    chain: createChainReader(deps.chainRpcUrl),
+    sanctions,
+    thresholds: { ...defaultThresholds, ...deps.verification },
+  });
+  const anomaly = createAnomalyService({
+    ...base,
+    sanctions,
+    verification,
+    thresholds: { ...defaultAnomalyThresholds, ...deps.anomaly },
+  });
   const scoring = deps.jobs
     ? createScoringJobs({
         runner: deps.jobs,
@@ -37,12 +63,18 @@ export function createServices(deps: CoreDeps) {
     budgets: createBudgetsService(base),
     scores,
     scoring,
+    sanctions,
+    verification,
+    anomaly,
+    enrich: createEnrichService({ ...base, sanctions, verification, anomaly }),
+    checks: deps.jobs ? createChecksJobs({ runner: deps.jobs }) : undefined,
     // Recording a transaction schedules a deduplicated score refresh of its agent.
     transactions: createTransactionsService({
       ...base,
       onRecorded: scoring ? (agent) => scoring.refresh(agent) : undefined,
     }),
     idempotency: createIdempotencyService(base),
+    keys: createKeysService(base),
   };
 }
 

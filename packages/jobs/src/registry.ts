@@ -1,7 +1,8 @@
+import { anomalyResult, screeningResult, verificationResult } from '@vouch/schemas';
 import { z } from 'zod';
 
 /** Every queue. Queue names never contain ':' or '-' (job ids are `<queue>-<uuid>`). */
-export const queueNames = ['scores'] as const;
+export const queueNames = ['scores', 'checks'] as const;
 export type QueueName = (typeof queueNames)[number];
 
 export interface JobOptions {
@@ -72,6 +73,30 @@ export const jobs = {
     payload: z.object({ agent: address }),
     result: z.object({ scored: z.number().int(), updated: z.number().int(), worker: z.string() }),
     options: { keepCompletedSeconds: 600, keepCount: 1000 },
+  }),
+  verify: defineJob({
+    name: 'checks.verify',
+    queue: 'checks',
+    payload: z.object({ address }),
+    result: verificationResult,
+  }),
+  sanctions: defineJob({
+    name: 'checks.sanctions',
+    queue: 'checks',
+    payload: z.object({ address }),
+    result: screeningResult,
+  }),
+  anomaly: defineJob({
+    name: 'checks.anomaly',
+    queue: 'checks',
+    payload: z.object({
+      agent: address,
+      txHash: z.string().optional(),
+      amount: z.string(),
+      type: z.number().int().min(0).max(5),
+      counterparty: address.optional(),
+    }),
+    result: anomalyResult,
   }),
 } as const;
 

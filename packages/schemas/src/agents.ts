@@ -18,6 +18,9 @@ export const agent = z
     color: colorValue,
     isRegistered: z.boolean(),
     owner: z.string().nullable(),
+    ownerChangedAt: unixSeconds
+      .nullable()
+      .meta({ description: 'When the owner last changed (not set by registration)' }),
     metadata: z.record(z.string(), z.unknown()).nullable(),
     firstSeenAt: unixSeconds,
     registeredAt: unixSeconds.nullable(),

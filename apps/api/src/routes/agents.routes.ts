@@ -47,6 +47,7 @@ export const agentsRoutes: FastifyPluginAsyncZod<{ services: Services }> = async
   });
 
   app.post('/api/agents/register', {
+    config: { rateLimit: 'register' },
     schema: {
       operationId: 'registerAgent',
       tags: ['agents'],

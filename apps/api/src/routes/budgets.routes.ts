@@ -29,6 +29,8 @@ export const budgetsRoutes: FastifyPluginAsyncZod<{ services: Services }> = asyn
   });
 
   app.post('/api/budgets/:address/check', {
+    // Changes nothing: a read key may use it.
+    config: { scope: 'read' },
     schema: {
       operationId: 'checkBudget',
       tags: ['budgets'],

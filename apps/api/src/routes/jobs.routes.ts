@@ -24,6 +24,7 @@ export function answer<R>(reply: FastifyReply, outcome: RunOutcome<R>) {
 
 export const jobsRoutes: FastifyPluginAsyncZod<{ scoring: ScoringJobs }> = async (app, { scoring }) => {
   app.post('/api/agents/batch-scores', {
+    config: { rateLimit: 'batch' },
     schema: {
       operationId: 'batchScores',
       tags: ['agents'],

@@ -41,6 +41,8 @@ export const scoresRoutes: FastifyPluginAsyncZod<{ services: Services }> = async
   });
 
   app.post('/api/scores/compute', {
+    // Stateless: a read key may use it.
+    config: { rateLimit: 'compute', scope: 'read' },
     schema: {
       operationId: 'computeScore',
       tags: ['scores'],

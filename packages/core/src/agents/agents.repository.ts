@@ -1,5 +1,6 @@
 import { type AgentRow, type DB, type Kysely, sql } from '@vouch/db';
 import type { SortOrder } from '@vouch/schemas';
+import { sanctionedSql } from '../sanctions/sanctions.repository.ts';
 
 type Executor = Kysely<DB>;
 
@@ -47,7 +48,8 @@ export function registerAgent(db: Executor, v: RegisterValues): Promise<AgentRow
       address: v.address,
       is_registered: true,
       owner: v.owner,
-      owner_changed_at: v.owner === null ? null : v.now,
+      // The first owner is not a change of ownership.
+      owner_changed_at: null,
       metadata,
       score: 0,
       first_seen_at: v.now,
@@ -61,7 +63,7 @@ export function registerAgent(db: Executor, v: RegisterValues): Promise<AgentRow
           is_registered: true,
           registered_at: v.now,
           owner: v.owner,
-          owner_changed_at: v.owner === null ? null : v.now,
+          owner_changed_at: null,
           metadata,
           updated_at: v.now,
         })
@@ -80,6 +82,18 @@ export async function ensureObserved(db: Executor, address: string, now: Date): 
     .execute();
 }
 
+/** Records a new owner and when it changed; nothing when the owner is the same. Returns whether it changed. */
+export async function changeOwner(db: Executor, address: string, owner: string, now: Date): Promise<boolean> {
+  const result = await db
+    .updateTable('agents')
+    .set({ owner, owner_changed_at: now, updated_at: now })
+    .where('address', '=', address)
+    .where('is_registered', '=', true)
+    .where((eb) => eb.or([eb('owner', 'is', null), eb('owner', '!=', owner)]))
+    .executeTakeFirst();
+  return result.numUpdatedRows > 0n;
+}
+
 export async function touchAgent(db: Executor, address: string, now: Date): Promise<void> {
   await db.updateTable('agents').set({ updated_at: now }).where('address', '=', address).execute();
 }
@@ -96,7 +110,9 @@ export async function writeScore(
     WITH old AS (
       SELECT address, score FROM agents WHERE address = ${v.address} AND is_registered FOR UPDATE
     ), upd AS (
-      UPDATE agents SET score = ${v.score}, updated_at = ${v.now}
+      -- A sanctioned agent scores 0 whatever is asked.
+      UPDATE agents SET score = CASE WHEN ${sanctionedSql('agents.address')} THEN 0 ELSE ${v.score}::int END,
+        updated_at = ${v.now}
       FROM old WHERE agents.address = old.address
       RETURNING agents.address, old.score AS old_score, agents.score AS new_score
     )

@@ -23,6 +23,7 @@ export function toAgent(row: AgentRow & { transaction_count: number | null; tota
     color: colorFor(row.score),
     isRegistered: row.is_registered,
     owner: row.owner,
+    ownerChangedAt: row.owner_changed_at ? toUnixSeconds(row.owner_changed_at) : null,
     metadata: row.metadata,
     firstSeenAt: toUnixSeconds(row.first_seen_at),
     registeredAt: row.registered_at ? toUnixSeconds(row.registered_at) : null,
@@ -93,6 +94,18 @@ export function createAgentsService({ db, clock }: AgentsDeps) {
       if (!row) throw new AgentAlreadyRegisteredError(input.address);
       const full = await repo.findAgentWithActivity(db, input.address);
       return toAgent(full ?? { ...row, transaction_count: 0, total_volume: '0' });
+    },
+
+    /** Changes a registered agent's owner; the time of the change feeds ownershipStability. */
+    async setOwner(address: string, owner: string): Promise<Agent> {
+      const changed = await repo.changeOwner(db, address, owner, clock());
+      if (!changed) {
+        const row = await requireKnown(address);
+        if (!row.is_registered) throw new AgentNotRegisteredError(address);
+      }
+      const full = await repo.findAgentWithActivity(db, address);
+      if (!full) throw new AgentNotFoundError(address);
+      return toAgent(full);
     },
 
     async setScore(address: string, input: SetScoreInput) {

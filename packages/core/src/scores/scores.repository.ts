@@ -1,4 +1,5 @@
 import { type DB, type Kysely, sql } from '@vouch/db';
+import { sanctionedSql } from '../sanctions/sanctions.repository.ts';
 
 type Executor = Kysely<DB>;
 
@@ -11,6 +12,7 @@ export interface ModelRow {
   total_volume: string;
   spend_attempts: number;
   spends_within: number;
+  sanctioned: boolean;
 }
 
 /** What the score model reads, for many agents in one statement. */
@@ -21,7 +23,8 @@ export async function modelInputs(db: Executor, addresses: string[], since: Date
            coalesce(t.success_count, 0) AS success_count,
            coalesce(t.total_volume, '0') AS total_volume,
            coalesce(s.spend_attempts, 0) AS spend_attempts,
-           coalesce(s.spends_within, 0) AS spends_within
+           coalesce(s.spends_within, 0) AS spends_within,
+           ${sanctionedSql('a.address')} AS sanctioned
     FROM agents a
     LEFT JOIN (
       SELECT agent, count(*)::int AS transaction_count,
@@ -63,7 +66,8 @@ export async function writeScores(
       ORDER BY a.address
       FOR UPDATE OF a
     ), upd AS (
-      UPDATE agents a SET score = v.score, updated_at = ${v.now}
+      -- A sanctioned agent scores 0 whatever is asked.
+      UPDATE agents a SET score = CASE WHEN ${sanctionedSql('a.address')} THEN 0 ELSE v.score END, updated_at = ${v.now}
       FROM v JOIN old ON old.address = v.address
       WHERE a.address = v.address
       RETURNING a.address, old.score AS old_score, a.score AS new_score, v.reason
@@ -77,6 +81,11 @@ export async function writeScores(
 export async function jobAlreadyApplied(db: Executor, jobId: string): Promise<boolean> {
   const row = await db.selectFrom('score_events').select('id').where('job_id', '=', jobId).limit(1).executeTakeFirst();
   return row !== undefined;
+}
+
+export async function currentScores(db: Executor, addresses: string[]): Promise<Map<string, number>> {
+  const rows = await db.selectFrom('agents').select(['address', 'score']).where('address', 'in', addresses).execute();
+  return new Map(rows.map((r) => [r.address, r.score]));
 }
 
 export function registrationOf(db: Executor, addresses: string[]) {

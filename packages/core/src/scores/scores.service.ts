@@ -19,6 +19,7 @@ function inputsFromRow(row: repo.ModelRow, now: Date): ScoreInputs {
     transactionCount: row.transaction_count,
     budgetCompliance: row.spend_attempts === 0 ? 1 : row.spends_within / row.spend_attempts,
     accountAgeDays: Math.max(0, Math.floor((now.getTime() - row.first_seen_at.getTime()) / DAY_MS)),
+    sanctioned: row.sanctioned,
   };
 }
 
@@ -97,9 +98,14 @@ export function createScoresService({ db, clock }: ScoresDeps) {
             onlyChanged: false,
           });
         }
+        // What was stored (a sanctioned agent's score is 0 whatever was asked).
+        const stored = await repo.currentScores(trx, addresses);
         return {
           updated: entries.length,
-          agents: entries.map((e) => ({ address: e.address, score: e.score, grade: gradeFor(e.score) })),
+          agents: entries.map((e) => {
+            const score = stored.get(e.address) ?? e.score;
+            return { address: e.address, score, grade: gradeFor(score) };
+          }),
         };
       });
     },

@@ -1,0 +1,27 @@
+// `npm run sanctions:import -- <sdn_advanced.xml> [--date YYYY-MM-DD]`
+// Imports OFAC's advanced XML as a new snapshot and makes it the active one. Screening
+// reads the active snapshot from the database, so running services use it at once.
+// Prints what was added and removed and the registered agents whose status changed.
+import { readFile } from 'node:fs/promises';
+import { parseArgs } from 'node:util';
+import { createServices } from '@vouch/core';
+import { createDatabase, migrateToLatest } from '@vouch/db';
+
+const { values, positionals } = parseArgs({ allowPositionals: true, options: { date: { type: 'string' } } });
+const file = positionals[0];
+if (!file || (values.date && !/^\d{4}-\d{2}-\d{2}$/.test(values.date))) {
+  console.error('usage: npm run sanctions:import -- <sdn_advanced.xml> [--date YYYY-MM-DD]');
+  process.exit(2);
+}
+
+const database = createDatabase({ databaseUrl: process.env.DATABASE_URL, dataDir: process.env.DATA_DIR });
+try {
+  await migrateToLatest(database.db);
+  const services = createServices({ db: database.db });
+  await services.sanctions.ensureBundled();
+  const result = await services.sanctions.importXml(await readFile(file, 'utf8'), values.date);
+  if (result.entries === 0) console.error('warning: the file names no EVM digital-currency address');
+  console.log(JSON.stringify(result, null, 2));
+} finally {
+  await database.close();
+}

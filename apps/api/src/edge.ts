@@ -1,0 +1,89 @@
+import type { Services } from '@vouch/core';
+import type { Database } from '@vouch/db';
+import type { JobRunner } from '@vouch/jobs';
+import type { Queue } from 'bullmq';
+import type { FastifyInstance, RouteOptions } from 'fastify';
+import fp from 'fastify-plugin';
+import type { ZodTypeProvider } from 'fastify-type-provider-zod';
+import { createMetrics } from './metrics.ts';
+import { type AuthOptions, authenticatePlugin, authorizePlugin } from './plugins/auth.ts';
+import { metricsPlugin } from './plugins/metrics.ts';
+import { openapiPlugin } from './plugins/openapi.ts';
+import { rateLimitPlugin } from './plugins/rate-limit.ts';
+import { securityPlugin } from './plugins/security.ts';
+import { createRateLimiter, type RateLimitOptions } from './rate-limiter.ts';
+import type { ReadinessChecks } from './readiness.ts';
+import { keysRoutes } from './routes/keys.routes.ts';
+import { operationsRoutes } from './routes/operations.routes.ts';
+
+/** What the edge of the app needs (auth, limits, docs, probes, metrics); all optional. */
+export interface EdgeDeps {
+  services: Services;
+  queues?: Queue[] | undefined;
+  /** For readiness (ping) and pool metrics. */
+  database?: Database | undefined;
+  /** For readiness: a BullMQ runner pings Redis. */
+  jobs?: JobRunner | undefined;
+  /** Absent → AUTH=off without an admin key. */
+  auth?: AuthOptions | undefined;
+  /** Absent or false → no rate limiting. */
+  rateLimit?: RateLimitOptions | false | undefined;
+  /** Origins allowed by CORS; absent or empty → CORS off. */
+  corsOrigins?: string[] | undefined;
+  /** Process metrics (default on). */
+  defaultMetrics?: boolean | undefined;
+  /** Sees every route the app defines (the OpenAPI completeness test uses it). */
+  onRoute?: ((route: RouteOptions) => void) | undefined;
+  version?: string | undefined;
+}
+
+/**
+ * Registers, in this order: security headers and CORS, request metrics, the OpenAPI
+ * document and docs UI, key lookup, rate limits (which count per key), authorization,
+ * then the probe, metrics and key routes. Must come before any other route.
+ */
+export const edgePlugin = fp(
+  async (instance: FastifyInstance, deps: EdgeDeps) => {
+    const app = instance.withTypeProvider<ZodTypeProvider>();
+    if (deps.onRoute) app.addHook('onRoute', deps.onRoute);
+    const auth = deps.auth ?? { mode: 'off' };
+
+    await app.register(securityPlugin, { corsOrigins: deps.corsOrigins });
+    const metrics = createMetrics({
+      queues: deps.queues,
+      pool: deps.database?.pool,
+      defaultMetrics: deps.defaultMetrics,
+    });
+    await app.register(metricsPlugin, { metrics });
+    await app.register(openapiPlugin, {
+      version: deps.version ?? '0.1.0',
+      limits: deps.rateLimit ? deps.rateLimit.limits : null,
+    });
+
+    await app.register(authenticatePlugin, { auth, keys: deps.services.keys });
+    const limiter = deps.rateLimit
+      ? createRateLimiter({
+          ...deps.rateLimit,
+          onStoreChange: (state, err) =>
+            state === 'unavailable'
+              ? app.log.warn({ err }, 'rate limit store (Redis) unavailable; limiting per process until it is back')
+              : app.log.info('rate limit store (Redis) back; limits are shared again'),
+        })
+      : null;
+    if (limiter) {
+      app.addHook('onClose', () => limiter.close());
+      await app.register(rateLimitPlugin, { limiter });
+    }
+    await app.register(authorizePlugin, { auth });
+
+    const database = deps.database;
+    const jobs = deps.jobs;
+    const checks: ReadinessChecks = {
+      database: database ? [() => database.ping()] : [],
+      redis: [...(jobs?.kind === 'bullmq' ? [() => jobs.ping()] : []), ...(limiter?.ping ? [limiter.ping] : [])],
+    };
+    await app.register(operationsRoutes, { metrics, checks });
+    await app.register(keysRoutes, { keys: deps.services.keys });
+  },
+  { name: 'vouch-edge' },
+);

@@ -1,0 +1,117 @@
+import { type KeyPrincipal, type KeysService, scopeAllows, secretsEqual } from '@vouch/core';
+import type { ApiKeyScope } from '@vouch/schemas';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import fp from 'fastify-plugin';
+import { sendFailure } from './errors.ts';
+
+export interface AuthOptions {
+  /** `on`: API routes need a key with the right scope; `off`: open (key management excepted). */
+  mode: 'on' | 'off';
+  /** Acts as a key with the admin scope. */
+  adminKey?: string | undefined;
+}
+
+declare module 'fastify' {
+  interface FastifyContextConfig {
+    /** The scope a caller needs; default by method (GET/HEAD `read`, others `write`); `public` needs none. */
+    scope?: ApiKeyScope | 'public';
+    /** Require the scope even with AUTH=off (key management). */
+    alwaysAuthenticate?: boolean;
+  }
+  interface FastifyRequest {
+    /** The key the request presented, when valid. */
+    principal: KeyPrincipal | null;
+    /** Why a presented key does not count. */
+    credentialProblem: 'unknown' | 'expired' | 'revoked' | null;
+  }
+}
+
+const ADMIN_PRINCIPAL: KeyPrincipal = { id: 'admin', name: 'ADMIN_API_KEY', scopes: ['admin'] };
+const DASHBOARD = '/admin/queues';
+
+/**
+ * The secret a request presents: `Authorization: Bearer <key>`, or the password of
+ * HTTP Basic so a browser can open the queue dashboard with its own login prompt.
+ */
+export function presentedSecret(request: FastifyRequest): string | null {
+  const header = request.headers.authorization;
+  if (!header) return null;
+  const [scheme, value] = header.split(' ', 2);
+  if (!value) return null;
+  if (scheme?.toLowerCase() === 'bearer') return value.trim();
+  if (scheme?.toLowerCase() === 'basic') {
+    const decoded = Buffer.from(value, 'base64').toString('utf8');
+    const colon = decoded.indexOf(':');
+    return colon >= 0 ? decoded.slice(colon + 1) : null;
+  }
+  return null;
+}
+
+/** What a request needs: null when the route is public or unknown (404). */
+export function requirement(request: FastifyRequest, mode: AuthOptions['mode']) {
+  const url = request.routeOptions.url;
+  if (url === undefined) return null;
+  const config = request.routeOptions.config;
+  if (url === DASHBOARD || url.startsWith(`${DASHBOARD}/`)) return { scope: 'admin' as const, enforced: mode === 'on' };
+  if (config.scope === 'public' || !url.startsWith('/api/')) return null;
+  const scope: ApiKeyScope = config.scope ?? (request.method === 'GET' || request.method === 'HEAD' ? 'read' : 'write');
+  return { scope, enforced: mode === 'on' || config.alwaysAuthenticate === true };
+}
+
+/** Resolves the presented key (before rate limiting, which counts per key). Refuses nothing. */
+export const authenticatePlugin = fp(
+  async (app: FastifyInstance, { auth, keys }: { auth: AuthOptions; keys: KeysService }) => {
+    app.decorateRequest('principal', null);
+    app.decorateRequest('credentialProblem', null);
+    app.addHook('onRequest', async (request) => {
+      const secret = presentedSecret(request);
+      if (!secret) return;
+      if (auth.adminKey && secretsEqual(secret, auth.adminKey)) {
+        request.principal = ADMIN_PRINCIPAL;
+        return;
+      }
+      const result = await keys.authenticate(secret);
+      if (result.ok) request.principal = result.key;
+      else request.credentialProblem = result.reason;
+    });
+  },
+  { name: 'vouch-authenticate' },
+);
+
+function unauthorized(request: FastifyRequest, reply: FastifyReply, message: string) {
+  const dashboard = request.routeOptions.url?.startsWith(DASHBOARD);
+  reply.header('www-authenticate', dashboard ? 'Basic realm="vouch admin", charset="UTF-8"' : 'Bearer realm="vouch"');
+  return sendFailure(reply, request, 'UNAUTHORIZED', message);
+}
+
+const problemMessages = {
+  unknown: 'the API key is not valid',
+  expired: 'the API key has expired',
+  revoked: 'the API key has been revoked',
+} as const;
+
+/** Refuses a request whose key is missing (401), not valid (401) or lacks the scope (403). */
+export const authorizePlugin = fp(
+  async (app: FastifyInstance, { auth }: { auth: AuthOptions }) => {
+    app.addHook('onRequest', async (request, reply) => {
+      const need = requirement(request, auth.mode);
+      if (!need?.enforced) return;
+      const principal = request.principal;
+      if (!principal) {
+        const problem = request.credentialProblem;
+        return unauthorized(
+          request,
+          reply,
+          problem ? problemMessages[problem] : 'an API key is required: send Authorization: Bearer <key>',
+        );
+      }
+      if (!scopeAllows(principal.scopes, need.scope)) {
+        return sendFailure(reply, request, 'FORBIDDEN', `this API key lacks the ${need.scope} scope`, {
+          required: need.scope,
+          scopes: principal.scopes,
+        });
+      }
+    });
+  },
+  { name: 'vouch-authorize', dependencies: ['vouch-authenticate'] },
+);

@@ -1,0 +1,47 @@
+import type { KeysService } from '@vouch/core';
+import { apiKey, apiKeyList, apiKeyParams, createApiKeyBody, createdApiKey } from '@vouch/schemas';
+import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
+import { ok, responses } from '../http.ts';
+
+/** Key management needs the admin scope whatever AUTH says: a key minted while auth is off would outlive that. */
+const adminOnly = { scope: 'admin', alwaysAuthenticate: true } as const;
+
+export const keysRoutes: FastifyPluginAsyncZod<{ keys: KeysService }> = async (app, { keys }) => {
+  app.post('/api/keys', {
+    config: adminOnly,
+    schema: {
+      operationId: 'createApiKey',
+      tags: ['keys'],
+      summary: 'Create an API key; the secret is in this response only (it is stored hashed)',
+      body: createApiKeyBody,
+      response: responses({ 201: createdApiKey }, [401, 403, 413, 415]),
+    },
+    handler: async (req, reply) => {
+      reply.code(201);
+      return ok(await keys.create(req.body));
+    },
+  });
+
+  app.get('/api/keys', {
+    config: adminOnly,
+    schema: {
+      operationId: 'listApiKeys',
+      tags: ['keys'],
+      summary: 'Every API key with its scopes and status, without secrets',
+      response: responses({ 200: apiKeyList }, [401, 403]),
+    },
+    handler: async () => ok(await keys.list()),
+  });
+
+  app.delete('/api/keys/:id', {
+    config: adminOnly,
+    schema: {
+      operationId: 'revokeApiKey',
+      tags: ['keys'],
+      summary: 'Revoke an API key (at once on this replica, within seconds on the others)',
+      params: apiKeyParams,
+      response: responses({ 200: apiKey }, [401, 403, 404]),
+    },
+    handler: async (req) => ok(await keys.revoke(req.params.id)),
+  });
+};

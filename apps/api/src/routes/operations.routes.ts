@@ -1,0 +1,85 @@
+import { failureEnvelope, successEnvelope } from '@vouch/schemas';
+import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
+import { z } from 'zod';
+import { ok } from '../http.ts';
+import type { Metrics } from '../metrics.ts';
+import { sendFailure } from '../plugins/errors.ts';
+import { probe, type ReadinessChecks } from '../readiness.ts';
+
+/** Probes, scrapes and the API description: open to all, never rate limited. */
+const open = { scope: 'public', rateLimit: false } as const;
+
+const checkState = z.enum(['ok', 'unavailable', 'not configured']);
+const readiness = z
+  .object({
+    status: z.literal('ready'),
+    checks: z.record(z.string(), checkState).meta({ example: { database: 'ok', redis: 'ok' } }),
+  })
+  .meta({ id: 'Readiness' });
+
+export const operationsRoutes: FastifyPluginAsyncZod<{ metrics: Metrics; checks: ReadinessChecks }> = async (
+  app,
+  { metrics, checks },
+) => {
+  app.get('/health', {
+    config: open,
+    schema: {
+      operationId: 'health',
+      tags: ['operations'],
+      summary: 'Liveness: 200 while the process runs',
+      response: { 200: successEnvelope(z.object({ status: z.literal('ok') })) },
+    },
+    handler: async () => ok({ status: 'ok' as const }),
+  });
+
+  app.get('/ready', {
+    config: open,
+    schema: {
+      operationId: 'ready',
+      tags: ['operations'],
+      summary: 'Readiness: 200 when PostgreSQL and Redis (when configured) answer within 1 s, else 503',
+      response: { 200: successEnvelope(readiness), 503: failureEnvelope },
+    },
+    handler: async (req, reply) => {
+      const result = await probe(checks);
+      if (result.ready) return ok({ status: 'ready' as const, checks: result.checks });
+      const down = Object.entries(result.checks)
+        .filter(([, state]) => state === 'unavailable')
+        .map(([name]) => name);
+      req.log.warn({ checks: result.checks }, 'not ready');
+      return sendFailure(reply, req, 'SERVICE_UNAVAILABLE', `not ready: ${down.join(', ')} unavailable`, {
+        checks: result.checks,
+      });
+    },
+  });
+
+  app.get('/metrics', {
+    config: open,
+    schema: {
+      operationId: 'metrics',
+      tags: ['operations'],
+      summary: 'Prometheus metrics: requests by route and status, job counts and durations by queue, pool usage',
+      response: {
+        200: {
+          description: 'Prometheus text exposition format',
+          content: { 'text/plain': { schema: z.string() } },
+        },
+      },
+    },
+    handler: async (_req, reply) => {
+      const text = await metrics.registry.metrics();
+      return reply.type(metrics.registry.contentType).send(text);
+    },
+  });
+
+  app.get('/openapi.json', {
+    config: open,
+    schema: {
+      operationId: 'openapi',
+      tags: ['operations'],
+      summary: 'This OpenAPI 3.1 document (the docs UI is at /docs)',
+      response: { 200: z.record(z.string(), z.unknown()) },
+    },
+    handler: async () => app.openapiDocument(),
+  });
+};

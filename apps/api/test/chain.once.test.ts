@@ -1,0 +1,70 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createTestApp, type TestContext } from '../../../test/support/app.ts';
+import { type LocalChain, startLocalChain } from '../../../test/support/chain.ts';
+import { createAgent, post, randomAddress, recordTx } from '../../../test/support/factories.ts';
+
+// Verification against a real EVM node (Ganache) on loopback, read through viem.
+let chain: LocalChain;
+let t: TestContext;
+
+beforeAll(async () => {
+  chain = await startLocalChain();
+  t = await createTestApp({ jobs: 'in-process', chainRpcUrl: chain.url, refreshDelayMs: 60_000 });
+}, 60_000);
+
+afterAll(async () => {
+  await t?.close();
+  await chain?.close();
+});
+
+/** A registered agent with an owner, a transaction, a score of 500 and two days of age. */
+async function wellBehaved(address: string, owner: string) {
+  await createAgent(t.app, { address, owner });
+  await post(t.app, `/api/agents/${address}/score`, { score: 500, reason: '0x' });
+  await recordTx(t.app, address);
+  await t.database.db
+    .updateTable('agents')
+    .set({ first_seen_at: new Date(t.clock.now.getTime() - 2 * 86_400_000) })
+    .where('address', '=', address)
+    .execute();
+}
+
+describe('verification with a chain', () => {
+  it('reaches VERIFIED for a well-behaved contract agent whose owner() matches', async () => {
+    const owner = (chain.accounts[1] as string).toLowerCase();
+    const contract = await chain.deployOwned(owner as `0x${string}`);
+    await wellBehaved(contract, owner);
+    const result = (await post(t.app, '/api/verify', { address: contract })).json().data;
+    expect(result).toMatchObject({ status: 'VERIFIED', passed: 8, total: 8, score: 500, grade: 'CCC' });
+    expect(result.checkDetails.contractExists).toBe('bytecode is deployed at the address');
+    expect(result.checkDetails.ownerConsistency).toContain(owner);
+  });
+
+  it('fails ownerConsistency when owner() is someone else', async () => {
+    const contract = await chain.deployOwned(chain.accounts[2] as `0x${string}`);
+    await wellBehaved(contract, randomAddress());
+    const result = (await post(t.app, '/api/verify', { address: contract })).json().data;
+    expect(result).toMatchObject({ status: 'PARTIALLY_VERIFIED', passed: 7, checks: { ownerConsistency: false } });
+    expect(result.checkDetails.ownerConsistency).toContain((chain.accounts[2] as string).toLowerCase());
+  });
+
+  it('an externally owned account fails contractExists (and owner())', async () => {
+    const eoa = (chain.accounts[1] as string).toLowerCase();
+    await wellBehaved(eoa, randomAddress());
+    const result = (await post(t.app, '/api/verify', { address: eoa })).json().data;
+    expect(result.checks).toMatchObject({ contractExists: false, ownerConsistency: false });
+    expect(result.checkDetails.contractExists).toContain('no bytecode');
+    expect(result.status).toBe('PARTIALLY_VERIFIED');
+  });
+
+  it('a chain that does not answer fails the chain checks with the reason', async () => {
+    const ctx = await createTestApp({ jobs: 'in-process', chainRpcUrl: 'http://127.0.0.1:9' });
+    try {
+      const result = (await post(ctx.app, '/api/verify', { address: randomAddress() })).json().data;
+      expect(result.checks.contractExists).toBe(false);
+      expect(result.checkDetails.contractExists).toMatch(/^chain read failed/);
+    } finally {
+      await ctx.close();
+    }
+  });
+});

@@ -1,0 +1,263 @@
+import { readFileSync } from 'node:fs';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import {
+  anomalyResult,
+  enrichResult,
+  screeningResult,
+  successEnvelope,
+  verificationResult,
+} from '../../../packages/schemas/src/index.ts';
+import { createTestApp, type TestContext } from '../../../test/support/app.ts';
+import { createAgent, get, post, randomAddress, recordTx } from '../../../test/support/factories.ts';
+
+// Listed on the bundled ETH list (EIP-55 mixed case as published), and one only on the USDT list.
+const ETH_LISTED = '0x098B716B8Aaf21512996dC57EB0615e2383E2f96';
+const USDT_ONLY = '0x175d44451403edf28469df03a9280c1197adb92c';
+
+let t: TestContext;
+beforeAll(async () => {
+  t = await createTestApp({ jobs: 'in-process', refreshDelayMs: 60_000 });
+});
+afterAll(() => t.close());
+
+const screen = async (address: string) =>
+  successEnvelope(screeningResult).parse((await post(t.app, '/api/verify/sanctions', { address })).json()).data;
+
+describe('POST /api/verify/sanctions', () => {
+  it('reports a listed address with its lists and the snapshot it screened against', async () => {
+    const result = await screen(ETH_LISTED);
+    expect(result).toMatchObject({
+      address: ETH_LISTED.toLowerCase(),
+      sanctioned: true,
+      matchedLists: ['ETH'],
+      source: { name: expect.stringContaining('OFAC SDN'), snapshotDate: '2024-09-27', entries: 156 },
+    });
+    expect(result.checkedAt).toBe(Math.floor(t.clock.now.getTime() / 1000));
+  });
+
+  it('matches the USDT-only addresses and any letter case', async () => {
+    expect(await screen(USDT_ONLY)).toMatchObject({ sanctioned: true, matchedLists: ['USDT'] });
+    expect(await screen(ETH_LISTED.toLowerCase())).toMatchObject({ sanctioned: true });
+    expect(await screen(`0x${ETH_LISTED.slice(2).toUpperCase()}`)).toMatchObject({ sanctioned: true });
+  });
+
+  it('clears an address that is not listed, and keeps every screening', async () => {
+    const clean = randomAddress();
+    expect(await screen(clean)).toMatchObject({ sanctioned: false, matchedLists: [] });
+    const rows = await t.database.db
+      .selectFrom('sanctions_screenings')
+      .selectAll()
+      .where('address', '=', clean)
+      .execute();
+    expect(rows).toHaveLength(1);
+  });
+
+  it('refuses malformed addresses', async () => {
+    for (const address of ['0x123', ETH_LISTED.replace('B', 'b'), 42]) {
+      expect((await post(t.app, '/api/verify/sanctions', { address })).statusCode).toBe(400);
+    }
+  });
+});
+
+describe('a sanctioned agent is reported everywhere', () => {
+  it('verify, enrich, anomaly check and score all reflect it', async () => {
+    await createAgent(t.app, { address: ETH_LISTED.toLowerCase() });
+    const address = ETH_LISTED.toLowerCase();
+    const scored = await post(t.app, `/api/agents/${address}/score`, { score: 900, reason: '0x' });
+    expect(scored.json().data.score).toBe(0);
+    expect((await get(t.app, `/api/agents/${address}/score`)).json().data.score).toBe(0);
+    await recordTx(t.app, address, { amount: (10n ** 18n).toString() });
+    expect((await get(t.app, `/api/scores/${address}`)).json().data.score).toBe(0);
+
+    const verification = successEnvelope(verificationResult).parse(
+      (await post(t.app, '/api/verify', { address })).json(),
+    ).data;
+    expect(verification.checks.sanctionsScreening).toBe(false);
+    expect(verification.checkDetails.sanctionsScreening).toContain('OFAC SDN list (ETH)');
+
+    const enriched = successEnvelope(enrichResult).parse(
+      (await post(t.app, '/api/scores/enrich', { agent: address })).json(),
+    ).data;
+    expect(enriched).toMatchObject({ sanctionsClean: false, apiReputationScore: 0, riskLevel: 'CRITICAL' });
+
+    const anomaly = (await post(t.app, '/api/scores/anomaly-check', { agent: address, amount: '1', type: 0 })).json()
+      .data;
+    expect(anomaly).toMatchObject({ anomalyDetected: true, severity: 'CRITICAL' });
+  });
+
+  it('a registered agent paying a sanctioned counterparty is flagged', async () => {
+    const agent = await createAgent(t.app);
+    const res = await post(t.app, '/api/scores/anomaly-check', {
+      agent,
+      amount: '5',
+      txType: 'PAYMENT',
+      counterparty: USDT_ONLY,
+    });
+    expect(res.json().data.flags.map((f: { code: string }) => f.code)).toContain('SANCTIONED_COUNTERPARTY');
+  });
+});
+
+describe('POST /api/verify', () => {
+  it('unknown clean address: only the vacuous checks pass → UNVERIFIED; chain checks say no chain is configured', async () => {
+    const result = successEnvelope(verificationResult).parse(
+      (await post(t.app, '/api/verify', { address: randomAddress() })).json(),
+    ).data;
+    expect(result).toMatchObject({ status: 'UNVERIFIED', passed: 2, total: 8, score: 0, grade: 'D' });
+    expect(result.checks).toMatchObject({ ownershipStability: true, sanctionsScreening: true, registration: false });
+    expect(result.checkDetails.contractExists).toContain('no chain configured');
+  });
+
+  it('unknown sanctioned address → SUSPICIOUS', async () => {
+    const result = (await post(t.app, '/api/verify', { address: USDT_ONLY })).json().data;
+    expect(result).toMatchObject({ status: 'SUSPICIOUS', passed: 1 });
+  });
+
+  it('a registered, active agent without a chain reaches PARTIALLY_VERIFIED; stored results list newest first', async () => {
+    const agent = await createAgent(t.app, { owner: randomAddress() });
+    await post(t.app, `/api/agents/${agent}/score`, { score: 400, reason: '0x' });
+    await recordTx(t.app, agent);
+    t.clock.advance(2 * 86_400_000);
+    const first = (await post(t.app, '/api/verify', { address: agent })).json().data;
+    expect(first).toMatchObject({ status: 'PARTIALLY_VERIFIED', passed: 6 });
+    expect(first.checks).toMatchObject({
+      contractExists: false,
+      ownerConsistency: false,
+      accountAge: true,
+      activityLevel: true,
+    });
+
+    // An owner change within 7 days costs ownershipStability.
+    const changed = await post(t.app, `/api/agents/${agent}/owner`, { owner: randomAddress() });
+    expect(changed.json().data.ownerChangedAt).toBe(Math.floor(t.clock.now.getTime() / 1000));
+    t.clock.advance(1000);
+    const second = (await post(t.app, '/api/verify', { address: agent })).json().data;
+    expect(second).toMatchObject({ passed: 5, checks: { ownershipStability: false } });
+
+    const list = (await get(t.app, `/api/agents/${agent}/verifications`)).json().data.verifications;
+    expect(list.map((v: { passed: number }) => v.passed)).toEqual([5, 6]);
+  });
+});
+
+describe('POST /api/scores/anomaly-check', () => {
+  it('flags a large value against the agent’s own history and stores the check', async () => {
+    const agent = await createAgent(t.app);
+    for (let i = 0; i < 6; i++)
+      await recordTx(t.app, agent, {
+        amount: '1000',
+        timestamp: Math.floor(t.clock.now.getTime() / 1000) - 86_400 * (i + 1),
+      });
+    const res = await post(t.app, '/api/scores/anomaly-check', {
+      agent,
+      amount: '50000',
+      type: 1,
+      txHash: `0x${'ab'.repeat(32)}`,
+    });
+    expect(res.statusCode).toBe(200);
+    const data = successEnvelope(anomalyResult).parse(res.json()).data;
+    expect(data.flags.map((f) => f.code)).toEqual(['LARGE_VALUE']);
+    expect(data.factors.largeValue).toMatchObject({ value: 50, risk: 1 });
+    expect(data.riskScore).toBe(25);
+    const stored = await t.database.db.selectFrom('anomaly_checks').selectAll().where('agent', '=', agent).execute();
+    expect(stored).toHaveLength(1);
+    expect(stored[0]).toMatchObject({ risk_score: 25, severity: 'MEDIUM', type: 1, amount: '50000' });
+  });
+
+  it('accepts any well-formed address, with no history', async () => {
+    const res = await post(t.app, '/api/scores/anomaly-check', { agent: randomAddress(), amount: '1', type: 0 });
+    expect(res.json().data).toMatchObject({ riskScore: 0, flags: [{ code: 'NO_HISTORY' }] });
+  });
+
+  it('takes the type as type or txType, number or name, and refuses conflicts', async () => {
+    const agent = randomAddress();
+    for (const body of [{ type: 2 }, { txType: 2 }, { txType: 'TRANSFER' }, { type: 'TRANSFER', txType: 2 }]) {
+      expect(
+        (await post(t.app, '/api/scores/anomaly-check', { agent, amount: '1', ...body })).statusCode,
+        JSON.stringify(body),
+      ).toBe(200);
+    }
+    for (const body of [{}, { type: 6 }, { type: 1, txType: 2 }, { txType: 'NOPE' }]) {
+      expect(
+        (await post(t.app, '/api/scores/anomaly-check', { agent, amount: '1', ...body })).statusCode,
+        JSON.stringify(body),
+      ).toBe(400);
+    }
+    expect((await post(t.app, '/api/scores/anomaly-check', { agent, amount: '0', type: 0 })).statusCode).toBe(400);
+  });
+});
+
+describe('POST /api/scores/enrich', () => {
+  it('derives reputation and risk from the agent’s data and its latest checks', async () => {
+    const agent = await createAgent(t.app);
+    await post(t.app, `/api/agents/${agent}/score`, { score: 815, reason: '0x' });
+    const calm = (await post(t.app, '/api/scores/enrich', { agent })).json().data;
+    expect(calm).toMatchObject({
+      sanctionsClean: true,
+      apiReputationScore: 82,
+      riskLevel: 'LOW',
+      sources: { score: 815, latestAnomaly: null },
+    });
+    // A HIGH anomaly raises the risk level.
+    for (let i = 0; i < 6; i++)
+      await recordTx(t.app, agent, {
+        amount: '100',
+        success: i > 2,
+        timestamp: Math.floor(t.clock.now.getTime() / 1000) - 3600 * (i + 2),
+      });
+    await post(t.app, '/api/scores/anomaly-check', { agent, amount: '100000', type: 0 });
+    const risky = (await post(t.app, '/api/scores/enrich', { agent })).json().data;
+    expect(risky.riskLevel).toBe('HIGH');
+    expect(risky.sources.latestAnomaly.severity).toBe('HIGH');
+  });
+
+  it('an unknown address is clean with reputation 0 and MEDIUM risk', async () => {
+    const res = await post(t.app, '/api/scores/enrich', { agent: randomAddress() });
+    expect(res.json().data).toMatchObject({
+      sanctionsClean: true,
+      apiReputationScore: 0,
+      riskLevel: 'MEDIUM',
+      sources: { known: false },
+    });
+  });
+});
+
+describe('importing a new OFAC snapshot', () => {
+  it('takes effect at once, lists what changed, and re-scores the agents whose status changed', async () => {
+    const ctx = await createTestApp({ jobs: 'in-process' });
+    try {
+      const newlyListed = '0x1111111111111111111111111111111111111111';
+      const delisted = USDT_ONLY;
+      await createAgent(ctx.app, { address: newlyListed });
+      await createAgent(ctx.app, { address: delisted });
+      await recordTx(ctx.app, newlyListed, { amount: (10n ** 18n).toString() });
+      await recordTx(ctx.app, delisted, { amount: (10n ** 18n).toString() });
+      await post(ctx.app, '/api/scores/recompute', { agents: [newlyListed, delisted] });
+      expect((await get(ctx.app, `/api/agents/${newlyListed}/score`)).json().data.score).toBe(488);
+      expect((await get(ctx.app, `/api/agents/${delisted}/score`)).json().data.score).toBe(0);
+
+      const xml = readFileSync(new URL('../../../test/fixtures/sdn_advanced_small.xml', import.meta.url), 'utf8');
+      const result = await ctx.services.sanctions.importXml(xml);
+      expect(result).toMatchObject({ snapshotDate: '2026-11-03', entries: 3 });
+      expect(result.added).toEqual([newlyListed, '0x2222222222222222222222222222222222222222']);
+      expect(result.removed).toHaveLength(155);
+      expect(result.changedAgents).toEqual(
+        expect.arrayContaining([
+          { address: newlyListed, sanctioned: true },
+          { address: delisted, sanctioned: false },
+        ]),
+      );
+      expect(result.changedAgents).toHaveLength(2);
+
+      const screened = (await post(ctx.app, '/api/verify/sanctions', { address: newlyListed })).json().data;
+      expect(screened).toMatchObject({
+        sanctioned: true,
+        matchedLists: ['ETH'],
+        source: { snapshotDate: '2026-11-03', entries: 3 },
+      });
+      expect((await post(ctx.app, '/api/verify/sanctions', { address: delisted })).json().data.sanctioned).toBe(false);
+      expect((await get(ctx.app, `/api/agents/${newlyListed}/score`)).json().data.score).toBe(0);
+      expect((await get(ctx.app, `/api/agents/${delisted}/score`)).json().data.score).toBe(488);
+    } finally {
+      await ctx.close();
+    }
+  });
+});

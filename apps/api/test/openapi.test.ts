@@ -1,0 +1,174 @@
+import type { RouteOptions } from 'fastify';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { errorStatus } from '../../../packages/core/src/index.ts';
+import { failureEnvelope } from '../../../packages/schemas/src/index.ts';
+import { createTestApp, type TestContext } from '../../../test/support/app.ts';
+
+// biome-ignore lint/suspicious/noExplicitAny: an OpenAPI document walked generically
+type Json = Record<string, any>;
+
+const routes: Array<{ method: string; url: string }> = [];
+let t: TestContext;
+let doc: Json;
+
+beforeAll(async () => {
+  t = await createTestApp({
+    // Every optional route group on: queued work (jobs, checks) and limits.
+    jobs: 'in-process',
+    edge: {
+      onRoute: (route: RouteOptions) => {
+        for (const method of [route.method].flat()) routes.push({ method, url: route.url });
+      },
+      rateLimit: { limits: { default: 100, register: 20, batch: 10, compute: 1000 } },
+    },
+  });
+  const res = await t.app.inject({ method: 'GET', url: '/openapi.json' });
+  expect(res.statusCode).toBe(200);
+  doc = res.json();
+});
+afterAll(() => t.close());
+
+/** The routes the document must describe: all but HEAD/OPTIONS twins and the docs UI's own files. */
+function documentedRoutes() {
+  return routes.filter(
+    (r) => r.method !== 'HEAD' && r.method !== 'OPTIONS' && r.url !== '/docs' && !r.url.startsWith('/docs/'),
+  );
+}
+
+const openapiPath = (url: string) => url.replace(/:(\w+)/g, '{$1}');
+
+describe('the OpenAPI document', () => {
+  it('is OpenAPI 3.1 with a bearer scheme required by default', () => {
+    expect(doc.openapi).toBe('3.1.0');
+    expect(doc.components.securitySchemes.apiKey).toMatchObject({ type: 'http', scheme: 'bearer' });
+    expect(doc.security).toEqual([{ apiKey: [] }]);
+  });
+
+  it('lists every route of the app, each with a 2xx, and a 4xx for every /api route', () => {
+    const expected = documentedRoutes();
+    // Sanity: the collection saw the whole app, including the optional groups.
+    expect(expected.map((r) => `${r.method} ${r.url}`)).toEqual(
+      expect.arrayContaining([
+        'GET /api/agents',
+        'POST /api/agents/batch-scores',
+        'POST /api/keys',
+        'DELETE /api/keys/:id',
+        'GET /health',
+        'GET /ready',
+        'GET /metrics',
+        'GET /openapi.json',
+      ]),
+    );
+    expect(expected.length).toBeGreaterThanOrEqual(30);
+
+    const missing: string[] = [];
+    for (const route of expected) {
+      const op = doc.paths[openapiPath(route.url)]?.[route.method.toLowerCase()];
+      if (!op) {
+        missing.push(`${route.method} ${route.url}`);
+        continue;
+      }
+      expect(op.operationId, route.url).toEqual(expect.any(String));
+      expect(op.tags?.length, route.url).toBeGreaterThan(0);
+      expect(op.summary, route.url).toEqual(expect.any(String));
+      const statuses = Object.keys(op.responses).map(Number);
+      expect(
+        statuses.some((s) => s >= 200 && s < 300),
+        `${route.url} has a 2xx`,
+      ).toBe(true);
+      if (route.url.startsWith('/api/')) {
+        expect(
+          statuses.some((s) => s >= 400 && s < 500),
+          `${route.url} has a 4xx`,
+        ).toBe(true);
+        expect(statuses, route.url).toEqual(expect.arrayContaining([400, 401, 403, 429, 500, 503]));
+      }
+      for (const [status, response] of Object.entries<Json>(op.responses)) {
+        expect(response.description, `${route.url} ${status}`).not.toBe('Default Response');
+      }
+    }
+    expect(missing).toEqual([]);
+
+    // And nothing else: no internals of the dashboard or the docs UI.
+    const documented = Object.entries<Json>(doc.paths).flatMap(([path, item]) =>
+      Object.keys(item).map((m) => `${m.toUpperCase()} ${path}`),
+    );
+    expect(documented.sort()).toEqual(expected.map((r) => `${r.method} ${openapiPath(r.url)}`).sort());
+  });
+
+  it('has unique operation ids', () => {
+    const ids = Object.values<Json>(doc.paths).flatMap((item) => Object.values<Json>(item).map((op) => op.operationId));
+    expect(new Set(ids).size).toBe(ids.length);
+  });
+
+  it('resolves every $ref', () => {
+    const unresolved: string[] = [];
+    const visit = (node: unknown): void => {
+      if (Array.isArray(node)) node.forEach(visit);
+      else if (node && typeof node === 'object') {
+        for (const [key, value] of Object.entries(node)) {
+          if (key === '$ref' && typeof value === 'string') {
+            const target = value
+              .replace(/^#\//, '')
+              .split('/')
+              .reduce<unknown>((at, part) => (at as Json | undefined)?.[part], doc);
+            if (target === undefined) unresolved.push(value);
+          } else visit(value);
+        }
+      }
+    };
+    visit(doc);
+    expect(unresolved).toEqual([]);
+  });
+
+  it('gives every failure an example that is a valid envelope with a code of that status', () => {
+    let count = 0;
+    for (const item of Object.values<Json>(doc.paths)) {
+      for (const op of Object.values<Json>(item)) {
+        for (const [status, response] of Object.entries<Json>(op.responses)) {
+          if (Number(status) < 400) continue;
+          const example = response.content?.['application/json']?.example;
+          const body = failureEnvelope.parse(example);
+          expect(errorStatus[body.error.code], `${op.operationId} ${status}`).toBe(Number(status));
+          count++;
+        }
+      }
+    }
+    expect(count).toBeGreaterThan(100);
+    // Request fields carry examples too (from the shared schemas).
+    const register = doc.paths['/api/agents/register'].post;
+    expect(register.requestBody.content['application/json'].schema.properties.address.example).toMatch(/^0x/);
+  });
+
+  it('states the scope and the rate limit of each operation, and the headers of a 429', () => {
+    const compute = doc.paths['/api/scores/compute'].post;
+    expect(compute['x-required-scope']).toBe('read');
+    expect(compute['x-rate-limit']).toEqual({ requests: 1000, windowSeconds: 60 });
+    expect(compute.responses['429'].headers).toHaveProperty('Retry-After');
+    expect(compute.responses['200'].headers).toHaveProperty('RateLimit');
+    expect(doc.paths['/api/agents/register'].post['x-rate-limit'].requests).toBe(20);
+    expect(doc.paths['/api/agents/register'].post['x-required-scope']).toBe('write');
+    expect(doc.paths['/api/keys'].get['x-required-scope']).toBe('admin');
+    expect(doc.paths['/api/agents'].get['x-required-scope']).toBe('read');
+    expect(doc.paths['/health'].get.security).toEqual([]);
+    expect(doc.paths['/health'].get['x-rate-limit']).toBeUndefined();
+  });
+});
+
+describe('the docs UI', () => {
+  it('serves Swagger UI at /docs with its own assets and the same document', async () => {
+    const page = await t.app.inject({ method: 'GET', url: '/docs' });
+    expect(page.statusCode).toBe(200);
+    expect(page.headers['content-type']).toMatch(/text\/html/);
+    expect(page.body).toContain('swagger-ui');
+    const bundle = await t.app.inject({ method: 'GET', url: '/docs/static/swagger-ui-bundle.js' });
+    expect(bundle.statusCode).toBe(200);
+    const init = await t.app.inject({ method: 'GET', url: '/docs/static/swagger-initializer.js' });
+    expect(init.statusCode).toBe(200);
+    const json = await t.app.inject({ method: 'GET', url: '/docs/json' });
+    expect(json.json()).toEqual(doc);
+    // Its scripts are its own files; the CSP lets them run.
+    expect(page.headers['content-security-policy']).toContain("script-src 'self'");
+    expect(page.headers['content-security-policy']).not.toContain('upgrade-insecure-requests');
+  });
+});

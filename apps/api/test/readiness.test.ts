@@ -1,0 +1,166 @@
+import pino from 'pino';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createProcessors, startWorkers, type WorkerManager } from '../../../apps/worker/src/index.ts';
+import { createServices } from '../../../packages/core/src/index.ts';
+import { createBullmqRunner, queueNames } from '../../../packages/jobs/src/index.ts';
+import { createdApiKey, failureEnvelope, successEnvelope } from '../../../packages/schemas/src/index.ts';
+import { createTestApp, type TestContext } from '../../../test/support/app.ts';
+import { randomAddress } from '../../../test/support/factories.ts';
+import { type DisposableRedis, startRedisServer } from '../../../test/support/redis-server.ts';
+
+const ADMIN = 'readiness-admin-secret-0123';
+const admin = { authorization: `Bearer ${ADMIN}` };
+
+// A Redis of this file's own, which the test stops halfway.
+describe('readiness, job metrics and the dashboard with BullMQ on a disposable Redis', () => {
+  let redis: DisposableRedis;
+  let t: TestContext;
+  let workers: WorkerManager | undefined;
+
+  beforeAll(async () => {
+    redis = await startRedisServer();
+    const runner = createBullmqRunner({ redisUrl: redis.url, prefix: 'vouch', waitMs: 5000 });
+    t = await createTestApp({
+      jobs: () => runner,
+      edge: {
+        queues: [...runner.queues.values()],
+        auth: { mode: 'on', adminKey: ADMIN },
+        rateLimit: { limits: { default: 1000, register: 1000, batch: 1000, compute: 1000 }, redisUrl: redis.url },
+      },
+    });
+    workers = startWorkers({
+      redisUrl: redis.url,
+      queues: queueNames,
+      concurrency: () => 1,
+      processors: createProcessors(createServices({ db: t.database.db }), 'readiness-worker'),
+      logger: pino({ level: 'silent' }),
+    });
+  });
+
+  afterAll(async () => {
+    await workers?.close(1000);
+    await t?.close();
+    await redis?.kill();
+  });
+
+  it('is ready when PostgreSQL and Redis answer', async () => {
+    await expect.poll(async () => (await t.app.inject({ method: 'GET', url: '/ready' })).statusCode).toBe(200);
+    const res = await t.app.inject({ method: 'GET', url: '/ready' });
+    expect(res.json()).toEqual({ success: true, data: { status: 'ready', checks: { database: 'ok', redis: 'ok' } } });
+    expect((await t.app.inject({ method: 'GET', url: '/health' })).json()).toEqual({
+      success: true,
+      data: { status: 'ok' },
+    });
+  });
+
+  it('exports job counts and durations by queue, and pool usage', async () => {
+    const address = randomAddress();
+    const register = await t.app.inject({
+      method: 'POST',
+      url: '/api/agents/register',
+      payload: { address },
+      headers: admin,
+    });
+    expect(register.statusCode).toBe(201);
+    const batch = await t.app.inject({
+      method: 'POST',
+      url: '/api/agents/batch-scores',
+      payload: { agents: [address], scores: [700], reasons: ['0x01'] },
+      headers: admin,
+    });
+    expect(batch.statusCode, batch.body).toBe(200);
+
+    const res = await t.app.inject({ method: 'GET', url: '/metrics' });
+    expect(res.statusCode).toBe(200);
+    expect(res.headers['content-type']).toMatch(/^text\/plain; version=0\.0\.4/);
+    const text = res.body;
+    expect(text).toContain('vouch_jobs{queue="scores",state="completed"} 1');
+    expect(text).toContain('vouch_jobs{queue="scores",state="waiting"} 0');
+    expect(text).toContain('vouch_jobs{queue="checks",state="failed"} 0');
+    expect(text).toContain('vouch_job_duration_seconds_count{queue="scores",state="completed"} 1');
+    expect(text).toMatch(/http_requests_total\{method="POST",route="\/api\/agents\/batch-scores",status="200"\} 1/);
+    if (t.database.driver === 'postgres') {
+      expect(text).toMatch(/vouch_db_pool_connections\{state="total"\} \d+/);
+      expect(text).toMatch(/vouch_db_pool_connections\{state="waiting"\} 0/);
+      expect(text).toContain('vouch_db_pool_max 20');
+    }
+    // A job is counted once however many scrapes see it.
+    const again = await t.app.inject({ method: 'GET', url: '/metrics' });
+    expect(again.body).toContain('vouch_job_duration_seconds_count{queue="scores",state="completed"} 1');
+  });
+
+  it('serves the queue dashboard to the admin scope only, with a browser login prompt', async () => {
+    const none = await t.app.inject({ method: 'GET', url: '/admin/queues' });
+    expect(none.statusCode).toBe(401);
+    expect(none.headers['www-authenticate']).toMatch(/^Basic realm="vouch admin"/);
+
+    const created = await t.app.inject({
+      method: 'POST',
+      url: '/api/keys',
+      payload: { name: 'writer', scopes: ['write'] },
+      headers: admin,
+    });
+    const writer = successEnvelope(createdApiKey).parse(created.json()).data.key;
+    const basic = (secret: string) => ({ authorization: `Basic ${Buffer.from(`ops:${secret}`).toString('base64')}` });
+    expect((await t.app.inject({ method: 'GET', url: '/admin/queues', headers: basic(writer) })).statusCode).toBe(403);
+
+    const page = await t.app.inject({ method: 'GET', url: '/admin/queues', headers: basic(ADMIN) });
+    expect(page.statusCode).toBe(200);
+    expect(page.body).toContain('<html');
+    // The page's own scripts and styles are allowed; the JSON API's CSP would forbid them.
+    expect(page.headers['content-security-policy']).toContain("script-src 'self'");
+    const api = await t.app.inject({ method: 'GET', url: '/admin/queues/api/queues', headers: basic(ADMIN) });
+    expect(api.statusCode).toBe(200);
+  });
+
+  it('goes 503 within a bounded time when Redis stops, while reads keep working', async () => {
+    await workers?.close(1000);
+    workers = undefined;
+    await redis.kill();
+
+    const deadline = Date.now() + 10_000;
+    let res = await t.app.inject({ method: 'GET', url: '/ready' });
+    while (res.statusCode !== 503 && Date.now() < deadline) {
+      await new Promise((resolve) => setTimeout(resolve, 100));
+      res = await t.app.inject({ method: 'GET', url: '/ready' });
+    }
+    expect(res.statusCode).toBe(503);
+    const body = failureEnvelope.parse(res.json());
+    expect(body.error.code).toBe('SERVICE_UNAVAILABLE');
+    expect(body.error.details).toEqual({ checks: { database: 'ok', redis: 'unavailable' } });
+    expect(res.headers['retry-after']).toBe('1');
+
+    // Every probe answers promptly, never hangs.
+    const started = Date.now();
+    expect((await t.app.inject({ method: 'GET', url: '/ready' })).statusCode).toBe(503);
+    expect(Date.now() - started).toBeLessThan(2500);
+
+    // Reads still work, and are still limited (per process now).
+    const read = await t.app.inject({ method: 'GET', url: '/api/agents', headers: admin });
+    expect(read.statusCode).toBe(200);
+    expect(read.headers['ratelimit-policy']).toBe('1000;w=60');
+    // Writes to Postgres too; queued work says the queue is unavailable instead of hanging.
+    const address = randomAddress();
+    const register = await t.app.inject({
+      method: 'POST',
+      url: '/api/agents/register',
+      payload: { address },
+      headers: admin,
+    });
+    expect(register.statusCode).toBe(201);
+    const batch = await t.app.inject({
+      method: 'POST',
+      url: '/api/agents/batch-scores',
+      payload: { agents: [address], scores: [1], reasons: ['0x01'] },
+      headers: admin,
+    });
+    expect(batch.statusCode).toBe(503);
+    expect(failureEnvelope.parse(batch.json()).error.code).toBe('SERVICE_UNAVAILABLE');
+    // The scrape still answers, without the Redis figures it could not read.
+    const scrapeStarted = Date.now();
+    const metrics = await t.app.inject({ method: 'GET', url: '/metrics' });
+    expect(metrics.statusCode).toBe(200);
+    expect(Date.now() - scrapeStarted).toBeLessThan(3000);
+    expect(metrics.body).toContain('http_requests_total');
+  });
+});

@@ -1,0 +1,24 @@
+import type { Context } from '../lib/context.ts';
+import { loadTest, type MeasuredHttp } from '../lib/load-test.ts';
+import { freePort, spawnTs, waitForHttp } from '../lib/procs.ts';
+
+/** B1: bare Fastify hello-world (bench/baselines/b1-server.ts) in its own process, same connections as P1. */
+export async function runB1(ctx: Context): Promise<MeasuredHttp & { what: string; pid: number }> {
+  const port = await freePort();
+  const proc = spawnTs(
+    'b1-fastify',
+    'bench/baselines/b1-server.ts',
+    { PORT: String(port), NODE_ENV: 'production' },
+    ctx.logDir,
+  );
+  try {
+    const url = `http://127.0.0.1:${port}/hello`;
+    await waitForHttp(url, proc);
+    ctx.pids.b1 = [proc.pid];
+    const r = await loadTest(ctx, 'B1', { url, connections: ctx.profile.connections }, [], 'b1');
+    return { what: 'bare Fastify hello-world, GET /hello → {"hello":"world"}', pid: proc.pid, ...r };
+  } finally {
+    delete ctx.pids.b1;
+    await proc.stop();
+  }
+}

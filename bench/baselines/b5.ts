@@ -1,0 +1,68 @@
+import { randomUUID } from 'node:crypto';
+import { blockingConnection, jobOptions, jobs } from '@vouch/jobs';
+import { Queue, QueueEvents } from 'bullmq';
+import { Redis } from 'ioredis';
+import { paced } from '../lib/closed-loop.ts';
+import { type Context, withCpu } from '../lib/context.ts';
+import { REDIS_URL } from '../lib/infra.ts';
+import { sleep, spawnTs } from '../lib/procs.ts';
+import { productSettings } from '../lib/profile.ts';
+
+const QUEUE = 'b5';
+
+/**
+ * B5: a raw BullMQ round trip — `queue.add` → a no-op Worker in another process →
+ * `job.waitUntilFinished(queueEvents)` — one at a time, paced at the P4 rate. The job
+ * options are the product's (jobOptions of checks.verify) so only the work differs.
+ */
+export async function runB5(ctx: Context) {
+  const proc = spawnTs(
+    'b5-worker',
+    'bench/baselines/b5-worker.ts',
+    {
+      REDIS_URL,
+      BULLMQ_PREFIX: ctx.prefix,
+      B5_QUEUE: QUEUE,
+      WORKER_CONCURRENCY: String(productSettings.workerConcurrency),
+    },
+    ctx.logDir,
+  );
+  const connection = new Redis(REDIS_URL, { maxRetriesPerRequest: null });
+  const queue = new Queue(QUEUE, { connection, prefix: ctx.prefix });
+  const events = new QueueEvents(QUEUE, { connection: blockingConnection(REDIS_URL), prefix: ctx.prefix });
+  try {
+    const deadline = Date.now() + 60_000;
+    while (!proc.tail().includes('b5 worker ready')) {
+      if (proc.child.exitCode !== null || Date.now() > deadline) {
+        throw new Error(`the B5 worker did not start; its output:\n${proc.tail()}`);
+      }
+      await sleep(50);
+    }
+    ctx.pids.b5worker = [proc.pid];
+    await Promise.all([queue.waitUntilReady(), events.waitUntilReady()]);
+    const options = jobOptions(jobs.verify);
+    const op = async (i: number) => {
+      const job = await queue.add('noop', { i }, { ...options, jobId: `${QUEUE}-${randomUUID()}` });
+      await job.waitUntilFinished(events, 10_000);
+    };
+    const { profile } = ctx;
+    if (profile.pacedWarmup) await paced({ ratePerSec: profile.pacedRate, count: profile.pacedWarmup, op });
+    const { result, cpu } = await withCpu(ctx, () =>
+      paced({ ratePerSec: profile.pacedRate, count: profile.pacedCount, op }),
+    );
+    if (result.errors) throw new Error(`B5: ${result.errors} errors, first: ${result.firstError}`);
+    return {
+      what: 'raw BullMQ round trip: add → no-op worker (own process) → waitUntilFinished, one at a time',
+      ratePerSec: profile.pacedRate,
+      warmupCount: profile.pacedWarmup,
+      ...result,
+      cpu,
+    };
+  } finally {
+    delete ctx.pids.b5worker;
+    await events.close().catch(() => {});
+    await queue.close().catch(() => {});
+    connection.disconnect();
+    await proc.stop();
+  }
+}

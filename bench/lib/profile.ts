@@ -1,0 +1,63 @@
+import { envVar } from './env.ts';
+export interface Profile {
+  name: 'quick' | 'full';
+  /** Seconds of unmeasured load before each measured load test. */
+  warmupSec: number;
+  /** Seconds of each measured load test. */
+  durationSec: number;
+  /** Connections (HTTP) / concurrency (pg) of the throughput scenarios: B1, P1, B2, P2, B3, P3. */
+  connections: number;
+  /** P4 and B5: requests per second, warm-up and measured request counts. */
+  pacedRate: number;
+  pacedWarmup: number;
+  pacedCount: number;
+  /** Agents seeded and recomputed (B7, P5, P6). */
+  agents: number;
+  /** Untimed recomputations before the timed ones, and timed repetitions (median reported). */
+  recomputeWarmup: number;
+  recomputeReps: number;
+  /** P3's overspend probe: budget of this many unit spends, hit by this many requests. */
+  exhaustLimit: number;
+  exhaustRequests: number;
+}
+
+export const profiles: Record<Profile['name'], Profile> = {
+  quick: {
+    name: 'quick',
+    warmupSec: 2,
+    durationSec: 5,
+    connections: 50,
+    pacedRate: 20,
+    pacedWarmup: 20,
+    pacedCount: 120,
+    agents: 10_000,
+    recomputeWarmup: 1,
+    recomputeReps: 1,
+    exhaustLimit: 500,
+    exhaustRequests: 1500,
+  },
+  full: {
+    name: 'full',
+    warmupSec: 5,
+    durationSec: 20,
+    connections: 50,
+    pacedRate: 20,
+    pacedWarmup: 60,
+    pacedCount: 600,
+    agents: 10_000,
+    recomputeWarmup: 1,
+    recomputeReps: 3,
+    exhaustLimit: 1000,
+    exhaustRequests: 3000,
+  },
+};
+
+/** Product settings the harness passes explicitly (each is the product's default unless overridden). */
+export const productSettings = {
+  /** DB_POOL_MAX of the API and of every worker process. */
+  dbPoolMax: Number(envVar('BENCH_DB_POOL_MAX') ?? 10),
+  /** WORKER_CONCURRENCY of every worker process. */
+  workerConcurrency: Number(envVar('BENCH_WORKER_CONCURRENCY') ?? 4),
+  /** RECOMPUTE_CHUNK_SIZE of the API. */
+  recomputeChunkSize: 250,
+};

@@ -1,0 +1,28 @@
+import type { LatencySummary } from './stats.ts';
+
+const n = (v: number) => Math.round(v).toLocaleString('en-US');
+const ms = (v: number) => `${v.toFixed(v < 10 ? 2 : 1)} ms`;
+
+/** One line per scenario for the log and the second table. */
+export function summaryLine(s: Record<string, unknown>): string {
+  const parts: string[] = [];
+  const latency = s.latency as LatencySummary | undefined;
+  if (typeof s.rps === 'number') parts.push(`${n(s.rps)} req/s`);
+  if (typeof s.opsPerSec === 'number') parts.push(`${n(s.opsPerSec)} ops/s`);
+  if (latency && latency.count > 0)
+    parts.push(`p50 ${ms(latency.p50)}, p99 ${ms(latency.p99)} (${n(latency.count)} samples)`);
+  if (typeof s.medianMs === 'number') parts.push(`median ${ms(s.medianMs)} of ${JSON.stringify(s.runsMs)}`);
+  if (typeof s.serverCpuMicrosPerRequest === 'number') parts.push(`server CPU ${s.serverCpuMicrosPerRequest} µs/req`);
+  const memory = s.memory as { peakRssMB?: number } | undefined;
+  if (memory?.peakRssMB) parts.push(`API peak RSS ${memory.peakRssMB} MB`);
+  if (typeof s.overspendFree === 'boolean')
+    parts.push(s.overspendFree ? '0 overspend' : 'OVERSPEND OR LEDGER MISMATCH');
+  const cpu = s.cpu as Record<string, number> | undefined;
+  if (cpu) {
+    const busy = Object.entries(cpu)
+      .filter(([k, v]) => k !== 'machine' && v >= 0.05)
+      .map(([k, v]) => `${k} ${v.toFixed(2)}`);
+    parts.push(`cpu cores: ${busy.join(', ')} (machine ${cpu.machine?.toFixed(2)})`);
+  }
+  return parts.join('; ');
+}

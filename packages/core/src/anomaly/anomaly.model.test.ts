@@ -1,0 +1,114 @@
+import { describe, expect, it } from 'vitest';
+import { type AnomalyFacts, defaultAnomalyThresholds, evaluateAnomaly, severityFor } from './anomaly.model.ts';
+
+const ether = 10n ** 18n;
+/** A steady agent: 720 transactions over 30 days (1 an hour), 1 ether each, none failed. */
+const steady: AnomalyFacts = {
+  lastHourCount: 0,
+  count30d: 720,
+  failed30d: 0,
+  volume30d: 720n * ether,
+  historyHours: 720,
+  amount: ether,
+  agentSanctioned: false,
+  counterpartySanctioned: false,
+  agentSuspicious: false,
+};
+
+describe('evaluateAnomaly', () => {
+  it('sees nothing in a normal transaction', () => {
+    const r = evaluateAnomaly(steady);
+    expect(r).toMatchObject({ anomalyDetected: false, riskScore: 0, severity: 'LOW', flags: [] });
+  });
+
+  it('frequency alone: 10× the hourly average is full risk (30 of 100), flagged from 3×', () => {
+    const r = evaluateAnomaly({ ...steady, lastHourCount: 9 });
+    expect(r.factors.frequency).toMatchObject({ value: 10, risk: 1, contribution: 30 });
+    expect(r.riskScore).toBe(30);
+    expect(r.severity).toBe('MEDIUM');
+    expect(r.anomalyDetected).toBe(false);
+    expect(r.flags.map((f) => f.code)).toEqual(['HIGH_FREQUENCY']);
+    expect(evaluateAnomaly({ ...steady, lastHourCount: 1 }).flags).toEqual([]);
+    expect(evaluateAnomaly({ ...steady, lastHourCount: 2 }).flags.map((f) => f.code)).toEqual(['HIGH_FREQUENCY']);
+  });
+
+  it('large value alone: 20× the average is full risk (25), flagged from 5×', () => {
+    const r = evaluateAnomaly({ ...steady, amount: 20n * ether });
+    expect(r.factors.largeValue).toMatchObject({ value: 20, risk: 1, contribution: 25 });
+    expect(r.riskScore).toBe(25);
+    expect(r.flags.map((f) => f.code)).toEqual(['LARGE_VALUE']);
+    expect(evaluateAnomaly({ ...steady, amount: 4n * ether }).flags).toEqual([]);
+    expect(evaluateAnomaly({ ...steady, amount: 5n * ether }).flags.map((f) => f.code)).toEqual(['LARGE_VALUE']);
+  });
+
+  it('failure rate alone: 50% failed is full risk (25), flagged from 20%, judged from 5 transactions', () => {
+    const r = evaluateAnomaly({ ...steady, failed30d: 360 });
+    expect(r.factors.failureRate).toMatchObject({ value: 0.5, risk: 1, contribution: 25 });
+    expect(r.flags.map((f) => f.code)).toEqual(['HIGH_FAILURE_RATE']);
+    expect(evaluateAnomaly({ ...steady, failed30d: 143 }).flags).toEqual([]);
+    const young = { ...steady, count30d: 4, failed30d: 4, volume30d: 4n * ether, historyHours: 4 };
+    expect(evaluateAnomaly(young).factors.failureRate.risk).toBe(0);
+  });
+
+  it('flagged alone: a suspicious agent adds 20; a sanctions match is always a critical anomaly', () => {
+    const suspicious = evaluateAnomaly({ ...steady, agentSuspicious: true });
+    expect(suspicious).toMatchObject({ riskScore: 20, severity: 'LOW', anomalyDetected: false });
+    const counterparty = evaluateAnomaly({ ...steady, counterpartySanctioned: true });
+    expect(counterparty).toMatchObject({ riskScore: 20, severity: 'CRITICAL', anomalyDetected: true });
+    expect(counterparty.flags.map((f) => f.code)).toEqual(['SANCTIONED_COUNTERPARTY']);
+    expect(evaluateAnomaly({ ...steady, agentSanctioned: true }).flags.map((f) => f.code)).toEqual([
+      'SANCTIONED_AGENT',
+    ]);
+  });
+
+  it('adds the factors and reports an anomaly from the detection threshold', () => {
+    const r = evaluateAnomaly({ ...steady, lastHourCount: 9, amount: 20n * ether });
+    expect(r).toMatchObject({ riskScore: 55, severity: 'HIGH', anomalyDetected: true });
+    const all = evaluateAnomaly({
+      ...steady,
+      lastHourCount: 9,
+      amount: 20n * ether,
+      failed30d: 400,
+      agentSuspicious: true,
+    });
+    expect(all).toMatchObject({ riskScore: 100, severity: 'CRITICAL' });
+    expect(
+      evaluateAnomaly({ ...steady, lastHourCount: 9 }, { ...defaultAnomalyThresholds, detectAt: 30 }).anomalyDetected,
+    ).toBe(true);
+  });
+
+  it('an agent with no history scores 0 risk and says so', () => {
+    const r = evaluateAnomaly({
+      ...steady,
+      count30d: 0,
+      failed30d: 0,
+      volume30d: 0n,
+      historyHours: 1,
+      amount: 10n ** 30n,
+    });
+    expect(r).toMatchObject({ anomalyDetected: false, riskScore: 0, severity: 'LOW' });
+    expect(r.flags.map((f) => f.code)).toEqual(['NO_HISTORY']);
+  });
+
+  it('keeps amounts exact up to 2^256-1', () => {
+    const max = 2n ** 256n - 1n;
+    const r = evaluateAnomaly({ ...steady, amount: max });
+    expect(r.factors.largeValue.risk).toBe(1);
+    expect(Number.isFinite(r.factors.largeValue.value)).toBe(true);
+  });
+});
+
+describe('severityFor', () => {
+  it('LOW <25, MEDIUM <50, HIGH <75, else CRITICAL', () => {
+    expect([0, 24, 25, 49, 50, 74, 75, 100].map(severityFor)).toEqual([
+      'LOW',
+      'LOW',
+      'MEDIUM',
+      'MEDIUM',
+      'HIGH',
+      'HIGH',
+      'CRITICAL',
+      'CRITICAL',
+    ]);
+  });
+});

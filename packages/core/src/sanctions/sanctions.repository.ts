@@ -1,0 +1,97 @@
+import { type DB, type Kysely, sql } from '@vouch/db';
+
+type Executor = Kysely<DB>;
+
+export function activeSnapshot(db: Executor) {
+  return db.selectFrom('sanctions_snapshots').selectAll().where('is_active', '=', true).executeTakeFirst();
+}
+
+/** Matches of the given addresses in the active snapshot. */
+export async function matches(db: Executor, addresses: string[]): Promise<Map<string, string[]>> {
+  if (addresses.length === 0) return new Map();
+  const rows = await db
+    .selectFrom('sanctions_entries as e')
+    .innerJoin('sanctions_snapshots as s', 's.id', 'e.snapshot_id')
+    .select(['e.address', 'e.lists'])
+    .where('s.is_active', '=', true)
+    .where('e.address', 'in', addresses)
+    .execute();
+  return new Map(rows.map((r) => [r.address, r.lists]));
+}
+
+export async function addressesOf(db: Executor, snapshotId: string): Promise<string[]> {
+  const rows = await db
+    .selectFrom('sanctions_entries')
+    .select('address')
+    .where('snapshot_id', '=', snapshotId)
+    .execute();
+  return rows.map((r) => r.address);
+}
+
+/** Stores a snapshot, inactive until activated. */
+export async function insertSnapshot(
+  db: Executor,
+  v: { name: string; snapshotDate: string; entries: Map<string, string[]> },
+): Promise<string> {
+  const snapshot = await db
+    .insertInto('sanctions_snapshots')
+    .values({ name: v.name, snapshot_date: v.snapshotDate, entries: v.entries.size, is_active: false })
+    .returning('id')
+    .executeTakeFirstOrThrow();
+  const rows = [...v.entries].map(([address, lists]) => ({ snapshot_id: snapshot.id, address, lists }));
+  for (let i = 0; i < rows.length; i += 1000) {
+    await db
+      .insertInto('sanctions_entries')
+      .values(rows.slice(i, i + 1000))
+      .execute();
+  }
+  return snapshot.id;
+}
+
+/** Makes one snapshot the active one (only one is active at a time). */
+export async function activate(db: Executor, snapshotId: string): Promise<void> {
+  await db.updateTable('sanctions_snapshots').set({ is_active: false }).where('is_active', '=', true).execute();
+  await db.updateTable('sanctions_snapshots').set({ is_active: true }).where('id', '=', snapshotId).execute();
+}
+
+export async function recordScreenings(
+  db: Executor,
+  rows: Array<{ address: string; sanctioned: boolean; lists: string[] }>,
+  snapshotId: string | null,
+  now: Date,
+): Promise<void> {
+  for (let i = 0; i < rows.length; i += 1000) {
+    await db
+      .insertInto('sanctions_screenings')
+      .values(
+        rows.slice(i, i + 1000).map((r) => ({
+          address: r.address,
+          sanctioned: r.sanctioned,
+          matched_lists: r.lists,
+          snapshot_id: snapshotId,
+          created_at: now,
+        })),
+      )
+      .execute();
+  }
+}
+
+export function latestScreening(db: Executor, address: string) {
+  return db
+    .selectFrom('sanctions_screenings')
+    .select(['sanctioned', 'created_at'])
+    .where('address', '=', address)
+    .orderBy('id', 'desc')
+    .limit(1)
+    .executeTakeFirst();
+}
+
+export async function registeredAgents(db: Executor): Promise<string[]> {
+  const rows = await db.selectFrom('agents').select('address').where('is_registered', '=', true).execute();
+  return rows.map((r) => r.address);
+}
+
+/** SQL condition: the address in `column` is on the active list. */
+export const sanctionedSql = (column: string) => sql<boolean>`EXISTS (
+  SELECT 1 FROM sanctions_entries se JOIN sanctions_snapshots ss ON ss.id = se.snapshot_id AND ss.is_active
+  WHERE se.address = ${sql.ref(column)})`;

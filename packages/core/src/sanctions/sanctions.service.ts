@@ -1,0 +1,162 @@
+import { readdir, readFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { type DB, type Kysely, sql } from '@vouch/db';
+import { type Clock, toUnixSeconds } from '../shared/clock.ts';
+import { diffSnapshots, evmAddressesOf, parseSdnAdvancedXml, unionLists } from './sanctions.model.ts';
+import * as repo from './sanctions.repository.ts';
+
+/** The OFAC lists shipped with Vouch (see docs/checks.md for their source and date). */
+export const BUNDLED_SANCTIONS_DIR = new URL('../../../../data/sanctions/', import.meta.url).pathname;
+export const BUNDLED_SNAPSHOT_DATE = '2024-09-27';
+const SOURCE_NAME = 'OFAC SDN digital currency addresses';
+/** Advisory lock key serializing snapshot imports. */
+const IMPORT_LOCK = 740_011;
+
+export interface ScreeningResult {
+  address: string;
+  sanctioned: boolean;
+  matchedLists: string[];
+  source: { name: string; snapshotDate: string; entries: number } | null;
+  checkedAt: number;
+}
+
+export interface ImportResult {
+  snapshotId: string;
+  name: string;
+  snapshotDate: string;
+  entries: number;
+  added: string[];
+  removed: string[];
+  /** Registered agents whose status changed with this snapshot. */
+  changedAgents: Array<{ address: string; sanctioned: boolean }>;
+}
+
+export interface SanctionsDeps {
+  db: Kysely<DB>;
+  clock: Clock;
+  /** Re-scores agents whose sanctions status changed (the model scores a sanctioned agent 0). */
+  rescore?: (addresses: string[]) => Promise<unknown>;
+}
+
+/** Reads `ofac_sdn_<ASSET>.txt` files into lists by asset. */
+export async function readListDirectory(dir: string): Promise<Record<string, string[]>> {
+  const lists: Record<string, string[]> = {};
+  for (const file of (await readdir(dir)).sort()) {
+    const match = /^ofac_sdn_([A-Z0-9]+)\.txt$/.exec(file);
+    if (match?.[1]) lists[match[1]] = evmAddressesOf(await readFile(join(dir, file), 'utf8'));
+  }
+  return lists;
+}
+
+export function createSanctionsService({ db, clock, rescore }: SanctionsDeps) {
+  /** Screens addresses against the active snapshot and keeps each screening. */
+  async function screenMany(addresses: string[], options: { record?: boolean } = {}): Promise<ScreeningResult[]> {
+    const now = clock();
+    const [snapshot, matched] = await Promise.all([repo.activeSnapshot(db), repo.matches(db, addresses)]);
+    const results = addresses.map((address) => {
+      const lists = matched.get(address) ?? [];
+      return {
+        address,
+        sanctioned: lists.length > 0,
+        matchedLists: lists,
+        source: snapshot
+          ? { name: snapshot.name, snapshotDate: snapshot.snapshot_date, entries: snapshot.entries }
+          : null,
+        checkedAt: toUnixSeconds(now),
+      };
+    });
+    if (options.record !== false) {
+      await repo.recordScreenings(
+        db,
+        results.map((r) => ({ address: r.address, sanctioned: r.sanctioned, lists: r.matchedLists })),
+        snapshot?.id ?? null,
+        now,
+      );
+    }
+    return results;
+  }
+
+  /**
+   * Stores a new snapshot and makes it the active one in one transaction, then
+   * re-screens every registered agent and re-scores those whose status changed.
+   */
+  async function importSnapshot(
+    v: { name: string; snapshotDate: string; lists: Record<string, string[]> },
+    options: { onlyIfNone?: boolean } = {},
+  ): Promise<ImportResult | null> {
+    const entries = unionLists(v.lists);
+    const stored = await db.transaction().execute(async (trx) => {
+      // One import at a time, so replicas starting together load the bundled lists once.
+      await sql`SELECT pg_advisory_xact_lock(${IMPORT_LOCK})`.execute(trx);
+      const previous = await repo.activeSnapshot(trx);
+      if (previous && options.onlyIfNone) return null;
+      const before = previous ? await repo.addressesOf(trx, previous.id) : [];
+      const id = await repo.insertSnapshot(trx, { name: v.name, snapshotDate: v.snapshotDate, entries });
+      await repo.activate(trx, id);
+      return { snapshotId: id, ...diffSnapshots(before, entries.keys()) };
+    });
+    if (!stored) return null;
+    const { snapshotId, added, removed } = stored;
+    const agents = await repo.registeredAgents(db);
+    const screened = await screenMany(agents);
+    const flipped = new Set([...added, ...removed]);
+    const changedAgents = screened
+      .filter((r) => flipped.has(r.address))
+      .map((r) => ({ address: r.address, sanctioned: r.sanctioned }));
+    if (changedAgents.length && rescore) await rescore(changedAgents.map((a) => a.address));
+    return {
+      snapshotId,
+      name: v.name,
+      snapshotDate: v.snapshotDate,
+      entries: entries.size,
+      added,
+      removed,
+      changedAgents,
+    };
+  }
+
+  return {
+    screenMany,
+
+    async screen(address: string): Promise<ScreeningResult> {
+      const [result] = await screenMany([address]);
+      if (!result) throw new Error('screening returned nothing');
+      return result;
+    },
+
+    /** Whether each address is on the active list, without recording a screening. */
+    async isSanctioned(addresses: string[]): Promise<Map<string, string[]>> {
+      return repo.matches(db, addresses);
+    },
+
+    activeSnapshot: () => repo.activeSnapshot(db),
+
+    importSnapshot,
+
+    /** Loads the bundled lists when no snapshot exists yet (first start or migrate). */
+    async ensureBundled(dir = BUNDLED_SANCTIONS_DIR): Promise<ImportResult | null> {
+      if (await repo.activeSnapshot(db)) return null;
+      return importSnapshot(
+        { name: SOURCE_NAME, snapshotDate: BUNDLED_SNAPSHOT_DATE, lists: await readListDirectory(dir) },
+        { onlyIfNone: true },
+      );
+    },
+
+    /** Imports OFAC's sdn_advanced.xml as a new snapshot. */
+    async importXml(xml: string, snapshotDate?: string): Promise<ImportResult> {
+      const extract = parseSdnAdvancedXml(xml);
+      const date = snapshotDate ?? extract.publishedOn ?? clock().toISOString().slice(0, 10);
+      const result = await importSnapshot({
+        name: `${SOURCE_NAME} (sdn_advanced.xml)`,
+        snapshotDate: date,
+        lists: extract.lists,
+      });
+      if (!result) throw new Error('import stored no snapshot');
+      return result;
+    },
+
+    latestScreening: (address: string) => repo.latestScreening(db, address),
+  };
+}
+
+export type SanctionsService = ReturnType<typeof createSanctionsService>;
