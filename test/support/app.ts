@@ -1,6 +1,6 @@
 import { type App, type AppDeps, buildApp } from '../../apps/api/src/app.ts';
 import { createProcessors } from '../../apps/worker/src/index.ts';
-import { type Clock, createServices, type Services } from '../../packages/core/src/index.ts';
+import { type Clock, createReadCache, createServices, type Services } from '../../packages/core/src/index.ts';
 import type { Database } from '../../packages/db/src/index.ts';
 import { createInProcessRunner, type JobRunner, type Processors } from '../../packages/jobs/src/index.ts';
 import { createTestDatabase } from './db.ts';
@@ -26,6 +26,8 @@ export async function createTestApp(
     chunkSize?: number;
     refreshDelayMs?: number;
     chainRpcUrl?: string;
+    /** A read cache on the test database's notifications. */
+    cache?: boolean;
     /** Auth, rate limits, CORS and the like; by default auth and limits are off. */
     edge?: Partial<Omit<AppDeps, 'services' | 'database' | 'jobs'>>;
   } = {},
@@ -54,9 +56,11 @@ export async function createTestApp(
   } else if (options.jobs) {
     jobs = options.jobs(database, now);
   }
+  const cache = options.cache ? await createReadCache(database) : undefined;
   const services = createServices({
     db: database.db,
     clock: now,
+    cache,
     jobs,
     recomputeChunkSize: options.chunkSize,
     refreshDelayMs: options.refreshDelayMs,
@@ -74,6 +78,7 @@ export async function createTestApp(
     close: async () => {
       await app.close();
       await jobs?.close();
+      await cache?.close();
       await database.close();
     },
   };

@@ -18,6 +18,11 @@ export const apiConfigSchema = z.object({
   VOUCH_ROLE: z.enum(['all', 'api']).default('all'),
   /** Jobs per queue run at once by the in-process runner or the in-process worker. */
   WORKER_CONCURRENCY: positiveInt(4),
+  /** Keep scores and budget rows in a per-process cache invalidated by database notifications. */
+  CACHE_READS: z
+    .enum(['on', 'off'])
+    .default('on')
+    .transform((v) => v === 'on'),
   ...edgeEnv,
 });
 

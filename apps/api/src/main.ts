@@ -1,6 +1,6 @@
 import { hostname } from 'node:os';
-import { checksOptions } from '@vouch/config';
-import { createServices } from '@vouch/core';
+import { checksOptions, databaseOptions } from '@vouch/config';
+import { createReadCache, createServices } from '@vouch/core';
 import { createDatabase, migrateToLatest } from '@vouch/db';
 import { createBullmqRunner, createInProcessRunner, type JobRunner, queueNames } from '@vouch/jobs';
 import { createProcessors, startWorkers, type WorkerManager } from '@vouch/worker';
@@ -19,11 +19,7 @@ const logger = pino({
 const workerId = `${hostname()}:${process.pid}`;
 
 const database = createDatabase({
-  databaseUrl: config.DATABASE_URL,
-  dataDir: config.DATA_DIR,
-  poolMax: config.DB_POOL_MAX,
-  connectionTimeoutMs: config.DB_CONNECTION_TIMEOUT_MS,
-  applicationName: 'vouch-api',
+  ...databaseOptions(config, 'vouch-api'),
   onPoolError: (err) => logger.warn({ err }, 'idle database connection lost'),
 });
 logger.info(
@@ -71,8 +67,11 @@ logger.info({ jobs: jobs.kind, inProcessWorker: workers !== undefined }, 'jobs c
 if (!config.CHAIN_RPC_URL)
   logger.warn('CHAIN_RPC_URL is unset: the chain checks of a verification fail with "no chain configured"');
 
+// Scores and budget rows are cached per process; database notifications keep every replica's copy fresh.
+const cache = config.CACHE_READS ? await createReadCache(database) : undefined;
 const services = createServices({
   ...coreOptions,
+  cache,
   jobs,
   recomputeChunkSize: config.RECOMPUTE_CHUNK_SIZE,
   onBackgroundError,
@@ -116,6 +115,7 @@ async function shutdown(signal: string) {
     await app.close(); // stop accepting, finish in-flight requests
     await workers?.close(config.SHUTDOWN_TIMEOUT_MS);
     await jobs.close();
+    await cache?.close();
     await database.close();
     process.exit(0);
   } catch (err) {

@@ -1,5 +1,5 @@
 import { hostname } from 'node:os';
-import { checksOptions } from '@vouch/config';
+import { checksOptions, databaseOptions } from '@vouch/config';
 import { createServices } from '@vouch/core';
 import { createDatabase } from '@vouch/db';
 import pino from 'pino';
@@ -12,11 +12,7 @@ const logger = pino({ level: config.LOG_LEVEL, base: { pid: process.pid, role: '
 const workerId = `${hostname()}:${process.pid}`;
 
 const database = createDatabase({
-  databaseUrl: config.DATABASE_URL,
-  dataDir: config.DATA_DIR,
-  poolMax: config.DB_POOL_MAX,
-  connectionTimeoutMs: config.DB_CONNECTION_TIMEOUT_MS,
-  applicationName: 'vouch-worker',
+  ...databaseOptions(config, 'vouch-worker'),
   onPoolError: (err) => logger.warn({ err }, 'idle database connection lost'),
 });
 if (database.driver === 'pglite') {

@@ -78,3 +78,21 @@ export function parseConfig<T extends z.ZodType>(
   }
   return Object.freeze(result.data);
 }
+
+type DatabaseConfig = {
+  DATABASE_URL: string | undefined;
+  DATA_DIR: string;
+  DB_POOL_MAX: number;
+  DB_CONNECTION_TIMEOUT_MS: number;
+};
+
+/** The database settings in the shape `createDatabase` takes. */
+export function databaseOptions(config: DatabaseConfig, applicationName: string) {
+  return {
+    databaseUrl: config.DATABASE_URL,
+    dataDir: config.DATA_DIR,
+    poolMax: config.DB_POOL_MAX,
+    connectionTimeoutMs: config.DB_CONNECTION_TIMEOUT_MS,
+    applicationName,
+  };
+}

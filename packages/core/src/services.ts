@@ -5,6 +5,7 @@ import { type AnomalyThresholds, defaultAnomalyThresholds } from './anomaly/anom
 import { createAnomalyService } from './anomaly/anomaly.service.ts';
 import { createEnrichService } from './anomaly/enrich.service.ts';
 import { createBudgetsService } from './budgets/budgets.service.ts';
+import type { ReadCache } from './cache/read-cache.ts';
 import { createChecksJobs } from './checks/checks-jobs.service.ts';
 import { createIdempotencyService } from './idempotency/idempotency.service.ts';
 import { createKeysService } from './keys/keys.service.ts';
@@ -29,6 +30,8 @@ export interface CoreDeps {
   chainRpcUrl?: string | undefined;
   verification?: Partial<VerificationThresholds>;
   anomaly?: Partial<AnomalyThresholds>;
+  /** Read cache for scores and budget rows (API processes). */
+  cache?: ReadCache | undefined;
 }
 
 /** Every use case, wired to one database and clock. */
@@ -59,8 +62,8 @@ export function createServices(deps: CoreDeps) {
       })
     : undefined;
   return {
-    agents: createAgentsService(base),
-    budgets: createBudgetsService(base),
+    agents: createAgentsService({ ...base, cache: deps.cache }),
+    budgets: createBudgetsService({ ...base, cache: deps.cache }),
     scores,
     scoring,
     sanctions,

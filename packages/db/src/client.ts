@@ -26,7 +26,18 @@ export interface Database {
   /** Present for the postgres driver: pool statistics for metrics. */
   pool?: pg.Pool;
   ping(): Promise<void>;
+  /**
+   * Listens on a notification channel. `onReady` fires each time listening (re)starts;
+   * `onLost` when notifications may have been missed (the connection dropped).
+   */
+  listen(channel: string, handlers: ListenHandlers): Promise<{ close(): Promise<void> }>;
   close(): Promise<void>;
+}
+
+export interface ListenHandlers {
+  onNotify(payload: string): void;
+  onReady?(): void;
+  onLost?(error: unknown): void;
 }
 
 export function createDatabase(options: DatabaseOptions): Database {
@@ -45,6 +56,15 @@ function createPostgres(connectionString: string, options: DatabaseOptions): Dat
   });
   // An idle client losing its server must not crash the process; the pool drops it.
   pool.on('error', (error) => options.onPoolError?.(error));
+  // Neither may a checked-out one. pg-pool listens for errors only on idle clients, so a
+  // connection that dies while a request holds it (between two statements of a transaction
+  // when the server shuts down or its backend is terminated) emitted an 'error' nobody
+  // handled, and Node ended the process. The error also fails the client's next query
+  // (→ 503) and the pool discards the client when it is released; idle clients' errors are
+  // reported through the pool's 'error' above, so nothing is logged here.
+  pool.on('connect', (client) => {
+    client.on('error', () => {});
+  });
   const db = new Kysely<DB>({ dialect: new PostgresDialect({ pool }) });
   return {
     db,
@@ -53,7 +73,50 @@ function createPostgres(connectionString: string, options: DatabaseOptions): Dat
     ping: async () => {
       await sql`SELECT 1`.execute(db);
     },
+    listen: (channel, handlers) => listenPostgres(connectionString, channel, handlers),
     close: () => db.destroy(),
+  };
+}
+
+/** A dedicated connection that LISTENs, reconnecting (with a short backoff) when it drops. */
+async function listenPostgres(connectionString: string, channel: string, handlers: ListenHandlers) {
+  let closed = false;
+  let client: pg.Client | undefined;
+  let retry: NodeJS.Timeout | undefined;
+  const connect = async (): Promise<void> => {
+    if (closed) return;
+    const next = new pg.Client({ connectionString, application_name: 'vouch-listen', connectionTimeoutMillis: 2000 });
+    const lost = (error: unknown) => {
+      if (client !== next) return;
+      client = undefined;
+      next.removeAllListeners('notification');
+      next.end().catch(() => {});
+      handlers.onLost?.(error);
+      if (!closed) retry = setTimeout(() => void connect(), 500);
+    };
+    next.on('error', lost);
+    next.on('end', () => lost(new Error('listen connection ended')));
+    next.on('notification', (message) => {
+      if (message.payload !== undefined) handlers.onNotify(message.payload);
+    });
+    client = next;
+    try {
+      await next.connect();
+      await next.query(`LISTEN ${pg.escapeIdentifier(channel)}`);
+      if (client === next && !closed) handlers.onReady?.();
+    } catch (error) {
+      lost(error);
+    }
+  };
+  await connect();
+  return {
+    close: async () => {
+      closed = true;
+      clearTimeout(retry);
+      const current = client;
+      client = undefined;
+      await current?.end().catch(() => {});
+    },
   };
 }
 
@@ -66,6 +129,12 @@ function createPglite(dataDir: string): Database {
     driver: 'pglite',
     ping: async () => {
       await sql`SELECT 1`.execute(db);
+    },
+    // One process owns the embedded database, so its notifications are never missed.
+    listen: async (channel, handlers) => {
+      const unsubscribe = await client.listen(channel, (payload) => handlers.onNotify(payload));
+      handlers.onReady?.();
+      return { close: () => unsubscribe() };
     },
     close: () => db.destroy(),
   };

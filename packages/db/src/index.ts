@@ -1,6 +1,12 @@
 export type { Kysely, Transaction } from 'kysely';
 export { sql } from 'kysely';
-export { createDatabase, type Database, type DatabaseDriver, type DatabaseOptions } from './client.ts';
+export {
+  createDatabase,
+  type Database,
+  type DatabaseDriver,
+  type DatabaseOptions,
+  type ListenHandlers,
+} from './client.ts';
 export { isDatabaseUnavailable, sqlState } from './errors.ts';
 export { migrateToLatest } from './migrate.ts';
 export { migrations } from './migrations/index.ts';

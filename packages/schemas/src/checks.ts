@@ -6,7 +6,8 @@ export const addressBody = z.strictObject({ address });
 export const agentBody = z.strictObject({ agent: address });
 export const ownerBody = z.strictObject({ owner: address });
 
-const checkKey = z.enum([
+/** The 8 checks of a verification run, in order. */
+export const checkKeys = [
   'registration',
   'contractExists',
   'accountAge',
@@ -15,7 +16,8 @@ const checkKey = z.enum([
   'ownershipStability',
   'sanctionsScreening',
   'minimumScore',
-]);
+] as const;
+const checkKey = z.enum(checkKeys);
 
 export const verificationResult = z
   .object({

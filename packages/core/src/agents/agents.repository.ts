@@ -8,6 +8,11 @@ export function findAgent(db: Executor, address: string): Promise<AgentRow | und
   return db.selectFrom('agents').selectAll().where('address', '=', address).executeTakeFirst();
 }
 
+export async function findScore(db: Executor, address: string): Promise<number | undefined> {
+  const row = await db.selectFrom('agents').select('score').where('address', '=', address).executeTakeFirst();
+  return row?.score;
+}
+
 /** The agent with its transaction aggregates, in one round trip. */
 export function findAgentWithActivity(db: Executor, address: string) {
   return db

@@ -1,5 +1,6 @@
 import type { AgentRow, DB, Kysely } from '@vouch/db';
 import type { Agent, ListQuery, RegisterInput, SetScoreInput } from '@vouch/schemas';
+import type { ReadCache } from '../cache/read-cache.ts';
 import { type Clock, toUnixSeconds } from '../shared/clock.ts';
 import {
   AgentAlreadyRegisteredError,
@@ -13,6 +14,7 @@ import * as repo from './agents.repository.ts';
 export interface AgentsDeps {
   db: Kysely<DB>;
   clock: Clock;
+  cache?: ReadCache | undefined;
 }
 
 export function toAgent(row: AgentRow & { transaction_count: number | null; total_volume: string | null }): Agent {
@@ -55,7 +57,7 @@ function decodeCursor(cursor: string): repo.ListCursor {
   throw new ValidationError([{ path: 'querystring.cursor', message: 'is not a cursor this service issued' }]);
 }
 
-export function createAgentsService({ db, clock }: AgentsDeps) {
+export function createAgentsService({ db, clock, cache }: AgentsDeps) {
   /** Throws unless the address is known; returns the row. */
   async function requireKnown(address: string): Promise<AgentRow> {
     const row = await repo.findAgent(db, address);
@@ -78,10 +80,12 @@ export function createAgentsService({ db, clock }: AgentsDeps) {
       return toAgent(row);
     },
 
+    /** The stored score: the hottest read, served from the read cache when there is one. */
     async getScore(address: string) {
-      const row = await repo.findAgent(db, address);
-      if (!row) throw new AgentNotFoundError(address);
-      return { score: row.score, grade: gradeFor(row.score), color: colorFor(row.score) };
+      const load = async () => (await repo.findScore(db, address)) ?? null;
+      const score = cache ? await cache.read('agents', address, load) : await load();
+      if (score === null) throw new AgentNotFoundError(address);
+      return { score, grade: gradeFor(score), color: colorFor(score) };
     },
 
     async register(input: RegisterInput): Promise<Agent> {

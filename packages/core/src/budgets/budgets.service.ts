@@ -1,6 +1,7 @@
 import type { BudgetRow, DB, Kysely } from '@vouch/db';
 import type { Budget, BudgetCheck, SetBudgetInput, SpendResult } from '@vouch/schemas';
 import { findAgent } from '../agents/agents.repository.ts';
+import type { ReadCache } from '../cache/read-cache.ts';
 import { type Clock, toUnixSeconds } from '../shared/clock.ts';
 import {
   AgentNotFoundError,
@@ -23,6 +24,7 @@ import * as repo from './budgets.repository.ts';
 export interface BudgetsDeps {
   db: Kysely<DB>;
   clock: Clock;
+  cache?: ReadCache | undefined;
 }
 
 function toState(row: BudgetRow): BudgetState {
@@ -41,7 +43,13 @@ function resets(now: Date) {
   return { dailyResetsAt: toUnixSeconds(nextDayStart(now)), monthlyResetsAt: toUnixSeconds(nextMonthStart(now)) };
 }
 
-export function createBudgetsService({ db, clock }: BudgetsDeps) {
+export function createBudgetsService({ db, clock, cache }: BudgetsDeps) {
+  /** The budget row (or null), through the read cache when there is one. */
+  const budgetOf = (address: string) => {
+    const load = async () => (await repo.findBudget(db, address)) ?? null;
+    return cache ? cache.read('budgets', address, load) : load();
+  };
+
   function toBudget(row: BudgetRow, now: Date): Budget {
     const state = toState(row);
     const evaluation = evaluateSpend(state, 0n, now);
@@ -104,7 +112,7 @@ export function createBudgetsService({ db, clock }: BudgetsDeps) {
     /** Advisory: would this amount be allowed now? Changes nothing. */
     async check(address: string, amount: string): Promise<BudgetCheck> {
       const now = clock();
-      const budget = await repo.findBudget(db, address);
+      const budget = await budgetOf(address);
       if (!budget) {
         if (!(await findAgent(db, address))) throw new AgentNotFoundError(address);
         return {

@@ -1,15 +1,7 @@
 /** The 8 checks of a verification run and the status their count gives. */
+import { checkKeys } from '@vouch/schemas';
 
-export const checkKeys = [
-  'registration',
-  'contractExists',
-  'accountAge',
-  'ownerConsistency',
-  'activityLevel',
-  'ownershipStability',
-  'sanctionsScreening',
-  'minimumScore',
-] as const;
+export { checkKeys };
 export type CheckKey = (typeof checkKeys)[number];
 
 export type VerificationStatus = 'VERIFIED' | 'PARTIALLY_VERIFIED' | 'UNVERIFIED' | 'SUSPICIOUS';

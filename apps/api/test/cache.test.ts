@@ -1,0 +1,76 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { sql } from '../../../packages/db/src/index.ts';
+import { createTestApp, type TestContext } from '../../../test/support/app.ts';
+import { createAgent, createAgentWithBudget, get, post, randomAddress } from '../../../test/support/factories.ts';
+
+// The read cache is dropped by database notifications, whoever changes the row.
+let t: TestContext;
+beforeAll(async () => {
+  t = await createTestApp({ cache: true });
+});
+afterAll(() => t.close());
+
+async function eventually<T>(read: () => Promise<T>, expected: T, timeoutMs = 2000): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  let value = await read();
+  while (value !== expected && Date.now() < deadline) {
+    await new Promise((resolve) => setTimeout(resolve, 10));
+    value = await read();
+  }
+  return value;
+}
+
+describe('read cache', () => {
+  it('serves a cached score until its notification arrives', async () => {
+    const address = await createAgent(t.app);
+    const score = async () => (await get(t.app, `/api/agents/${address}/score`)).json().data.score;
+    // Let the registration's own notification arrive first (a load racing it is not kept).
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    expect(await score()).toBe(0);
+    // A change that does not notify (triggers disabled for this transaction) is not seen…
+    await t.database.db.transaction().execute(async (trx) => {
+      await sql`SET LOCAL session_replication_role = replica`.execute(trx);
+      await trx.updateTable('agents').set({ score: 555 }).where('address', '=', address).execute();
+    });
+    expect(await score()).toBe(0);
+    // …until the notification for that agent comes.
+    await sql`SELECT pg_notify('vouch_cache', ${`agents:${address}`})`.execute(t.database.db);
+    expect(await eventually(score, 555)).toBe(555);
+  });
+
+  it('serves repeated score reads and sees a change made through the API', async () => {
+    const address = await createAgent(t.app);
+    const score = async () => (await get(t.app, `/api/agents/${address}/score`)).json().data.score;
+    expect(await score()).toBe(0);
+    expect(await score()).toBe(0);
+    await post(t.app, `/api/agents/${address}/score`, { score: 640, reason: '0x' });
+    expect(await eventually(score, 640)).toBe(640);
+  });
+
+  it('sees a change made behind its back (another process, plain SQL)', async () => {
+    const address = await createAgent(t.app);
+    const score = async () => (await get(t.app, `/api/agents/${address}/score`)).json().data.score;
+    expect(await score()).toBe(0);
+    await t.database.db.updateTable('agents').set({ score: 777 }).where('address', '=', address).execute();
+    expect(await eventually(score, 777)).toBe(777);
+  });
+
+  it('does not keep a 404 once the agent appears', async () => {
+    const address = randomAddress();
+    const status = async () => (await get(t.app, `/api/agents/${address}/score`)).statusCode;
+    expect(await status()).toBe(404);
+    await createAgent(t.app, { address });
+    expect(await eventually(status, 200)).toBe(200);
+  });
+
+  it('checks see every spend', async () => {
+    const address = await createAgentWithBudget(t.app, { dailyLimit: '100', monthlyLimit: '1000' });
+    const remaining = async () =>
+      (await post(t.app, `/api/budgets/${address}/check`, { amount: '1' })).json().data.dailyRemaining;
+    expect(await remaining()).toBe('100');
+    expect((await post(t.app, `/api/budgets/${address}/spend`, { amount: '30' })).statusCode).toBe(200);
+    expect(await eventually(remaining, '70')).toBe('70');
+    await post(t.app, `/api/budgets/${address}/set`, { dailyLimit: '500' });
+    expect(await eventually(remaining, '470')).toBe('470');
+  });
+});
