@@ -35,6 +35,21 @@ export default defineConfig({
           globalSetup: ['test/global-setup.ts'],
         },
       },
+      {
+        // `npm run test:reliability` (docs/RELIABILITY.md): concurrency, faults and hostile input.
+        // Not part of `npm test`, whose script names the three projects above; a fast subset of
+        // these rows runs there from apps/api/test/reliability.test.ts.
+        extends: true,
+        test: {
+          name: 'reliability',
+          include: ['test/reliability/**/*.test.ts'],
+          globalSetup: ['test/global-setup.ts'],
+          // These tests stop servers and measure recovery times: one file at a time.
+          fileParallelism: false,
+          testTimeout: 600_000,
+          hookTimeout: 180_000,
+        },
+      },
     ],
   },
 });

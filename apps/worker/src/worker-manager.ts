@@ -1,3 +1,4 @@
+import { isDatabaseUnavailable } from '@vouch/db';
 import {
   blockingConnection,
   DomainJobError,
@@ -7,7 +8,7 @@ import {
   type Processors,
   type QueueName,
 } from '@vouch/jobs';
-import { type Job, UnrecoverableError, Worker } from 'bullmq';
+import { DelayedError, type Job, UnrecoverableError, Worker } from 'bullmq';
 import type { Logger } from 'pino';
 
 export interface WorkerManagerOptions {
@@ -21,6 +22,11 @@ export interface WorkerManagerOptions {
   lockDurationMs?: number;
   stalledIntervalMs?: number;
 }
+
+/** While the database is unavailable, a job is tried again this often, without spending an attempt… */
+export const UNAVAILABLE_RETRY_MS = 1000;
+/** …for at most this long after it was queued; then its attempts and backoff take over. */
+export const UNAVAILABLE_RETRY_FOR_MS = 10 * 60_000;
 
 /** Refuses a processor set that misses a registered job or has one the registry does not know. */
 export function verifyProcessors(processors: Processors): void {
@@ -41,7 +47,7 @@ export function startWorkers(options: WorkerManagerOptions) {
   const workers = options.queues.map((queue) => {
     const worker = new Worker(
       queue,
-      async (job: Job) => {
+      async (job: Job, token?: string) => {
         const def = jobsByName.get(job.name);
         if (!def || def.queue !== queue) throw new UnrecoverableError(`no job ${job.name} on queue ${queue}`);
         const log = options.logger.child({ jobId: job.id, jobName: job.name });
@@ -60,6 +66,14 @@ export function startWorkers(options: WorkerManagerOptions) {
           if (error instanceof DomainJobError) {
             log.info({ code: error.encoded.code }, 'job refused');
             throw new UnrecoverableError(encodeJobError(error.encoded));
+          }
+          // A database that is restarting or failing over is not the job's fault: spending its
+          // attempts (three, 1 s and 2 s apart) would fail an accepted job during a short outage.
+          // It goes back to delayed and runs again once the database answers.
+          if (isDatabaseUnavailable(error) && token && Date.now() - job.timestamp < UNAVAILABLE_RETRY_FOR_MS) {
+            log.warn({ err: error, retryInMs: UNAVAILABLE_RETRY_MS }, 'database unavailable; job retried shortly');
+            await job.moveToDelayed(Date.now() + UNAVAILABLE_RETRY_MS, token);
+            throw new DelayedError();
           }
           log.warn({ err: error, attempt: job.attemptsMade + 1 }, 'job failed');
           throw error;

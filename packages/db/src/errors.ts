@@ -1,6 +1,6 @@
 /**
  * Classifies driver errors: true when the database is unreachable or went away
- * (connection refused/reset, pool timeout, server shutting down), which callers
+ * (connection refused/reset, pool timeout, server shutting down, no connection slot left), which callers
  * report as 503 rather than 500.
  */
 export function isDatabaseUnavailable(error: unknown): boolean {
@@ -8,8 +8,10 @@ export function isDatabaseUnavailable(error: unknown): boolean {
   const code = (error as { code?: unknown }).code;
   if (typeof code === 'string') {
     if (['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'ENOTFOUND', 'EHOSTUNREACH'].includes(code)) return true;
-    // 08: connection exception; 57P01-57P03: admin shutdown, crash shutdown, cannot connect now.
-    if (code.startsWith('08') || code === '57P01' || code === '57P02' || code === '57P03') return true;
+    // 08: connection exception; 57P01-57P03: admin shutdown, crash shutdown, cannot connect now;
+    // 53300: every connection slot is taken ("sorry, too many clients already"), which passes
+    // as soon as other clients disconnect — a busy server, not a fault of the request.
+    if (code.startsWith('08') || ['57P01', '57P02', '57P03', '53300'].includes(code)) return true;
   }
   const message = error.message;
   return (

@@ -7,6 +7,8 @@ import type { EnqueueOptions, FlowChild, JobInfo, JobRunner, JobStatus, RunOutco
 
 /** A producer command that takes longer than this counts as Redis being unavailable. */
 const COMMAND_TIMEOUT_MS = 2000;
+/** After a wait runs out, reading the job's state may take this long before the answer is a plain 202. */
+const SETTLE_TIMEOUT_MS = 500;
 
 export interface BullmqOptions {
   redisUrl: string;
@@ -129,23 +131,65 @@ export function createBullmqRunner(options: BullmqOptions): JobRunner & { queues
     }
   }
 
+  function failure(id: string, reason: string): Error {
+    const domain = decodeJobError(reason);
+    return domain ? new DomainJobError(domain) : new JobFailedError(id, reason);
+  }
+
+  /** `promise`, or `fallback` once `ms` have passed (a Redis that hangs must not hold the caller). */
+  async function within<T, F>(promise: Promise<T>, ms: number, fallback: F): Promise<T | F> {
+    let timer: NodeJS.Timeout | undefined;
+    promise.catch(() => {}); // a late rejection after the cutoff is not an unhandled one
+    try {
+      return await Promise.race([
+        promise,
+        new Promise<F>((resolve) => (timer = setTimeout(() => resolve(fallback), ms))),
+      ]);
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+
+  /**
+   * Waits up to `waitMs` for the job's completion event, then answers from the job itself:
+   * an event that lags or never arrives (a slow or blocked events connection) must not turn
+   * a finished job into a 202, and a Redis that stops answering must not hold the caller
+   * past the wait (the state read is cut off after SETTLE_TIMEOUT_MS).
+   */
   async function wait<R>(job: Job, def: AnyJob, waitMs: number): Promise<RunOutcome<R>> {
     const queueEvents = events.get(def.queue);
     if (!queueEvents) throw new Error(`no events for ${def.queue}`);
     const id = job.id as string;
-    try {
-      const value = await job.waitUntilFinished(queueEvents, waitMs);
-      return { state: 'completed', jobId: id, result: def.result.parse(value) as R };
-    } catch (error) {
-      const message = error instanceof Error ? error.message : String(error);
-      if (message.includes('timed out before finishing')) {
-        const state = await job.getState().catch(() => 'unknown');
-        return { state: 'pending', jobId: id, status: statusOf(state) };
+    // BullMQ starts its own timer only once the queue is ready; this one bounds the whole wait.
+    const finished = await within(
+      job.waitUntilFinished(queueEvents, waitMs).then(
+        (value) => ({ ok: true as const, value }),
+        (error: unknown) => ({ ok: false as const, message: error instanceof Error ? error.message : String(error) }),
+      ),
+      waitMs + 50,
+      null,
+    );
+    if (finished?.ok) return { state: 'completed', jobId: id, result: def.result.parse(finished.value) as R };
+    if (finished && !finished.message.includes('timed out before finishing')) throw failure(id, finished.message);
+
+    const queue = queueFor(def);
+    const state = await within(
+      job.getState().catch(() => 'unknown'),
+      SETTLE_TIMEOUT_MS,
+      'unknown',
+    );
+    if (state === 'completed' || state === 'failed') {
+      const fresh = await within(
+        Job.fromId(queue, id).catch(() => undefined),
+        SETTLE_TIMEOUT_MS,
+        undefined,
+      );
+      if (fresh && state === 'completed') {
+        return { state: 'completed', jobId: id, result: def.result.parse(fresh.returnvalue) as R };
       }
-      const domain = decodeJobError(message);
-      if (domain) throw new DomainJobError(domain);
-      throw new JobFailedError(id, message);
+      if (fresh && state === 'failed') throw failure(id, fresh.failedReason);
     }
+    return { state: 'pending', jobId: id, status: statusOf(state) };
   }
 
   return {

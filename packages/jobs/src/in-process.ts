@@ -10,6 +10,8 @@ interface Record {
   payload: unknown;
   dedupeId?: string;
   children: string[];
+  /** What a processor threw when it failed for a reason other than a domain refusal. */
+  cause?: unknown;
   finished: Promise<void>;
   finish: () => void;
 }
@@ -121,7 +123,10 @@ export function createInProcessRunner(options: InProcessOptions): JobRunner {
         error instanceof DomainJobError
           ? error.encoded
           : { code: 'INTERNAL_ERROR', message: error instanceof Error ? error.message : String(error) };
-      if (!(error instanceof DomainJobError)) options.onError?.(error, record.info);
+      if (!(error instanceof DomainJobError)) {
+        options.onError?.(error, record.info);
+        record.cause = error;
+      }
       complete(record, null, encoded);
     } finally {
       lane.release();
@@ -145,6 +150,9 @@ export function createInProcessRunner(options: InProcessOptions): JobRunner {
     clearTimeout(timer);
     if (outcome === 'timeout') return { state: 'pending', jobId: record.info.id, status: record.info.status };
     if (record.info.error) {
+      // The caller waiting in this process gets what the processor threw, so that the API
+      // classifies it (a database outage is a 503, not a 500).
+      if (record.cause !== undefined) throw record.cause;
       if (record.info.error.code === 'INTERNAL_ERROR')
         throw new JobFailedError(record.info.id, record.info.error.message);
       throw new DomainJobError(record.info.error);
@@ -180,8 +188,10 @@ export function createInProcessRunner(options: InProcessOptions): JobRunner {
       }
       void Promise.all(childRecords.map((r) => r.finished)).then(() => {
         const failed = childRecords.find((r) => r.info.error);
-        if (failed) complete(parentRecord, null, failed.info.error);
-        else if (!closed)
+        if (failed) {
+          parentRecord.cause = failed.cause;
+          complete(parentRecord, null, failed.info.error);
+        } else if (!closed)
           void execute(
             parentRecord,
             childRecords.map((r) => r.info.result),

@@ -33,11 +33,35 @@ export type Agent = z.infer<typeof agent>;
 
 export const agentScore = z.object({ score: scoreValue, grade: gradeValue, color: colorValue });
 
-const metadataObject = z
-  .record(z.string().max(64), z.unknown())
-  .refine((value) => JSON.stringify(value).length <= 4096, { message: 'metadata must serialize to at most 4096 bytes' })
+/** How deep metadata may nest (objects and arrays). */
+export const METADATA_MAX_DEPTH = 32;
+
+/**
+ * Whether a JSON value nests at most `max` levels, found without recursion: a hostile
+ * body can nest 60,000 levels, which would overflow the stack of JSON.stringify (a 500).
+ */
+export function nestsAtMost(value: unknown, max: number): boolean {
+  const stack: Array<[unknown, number]> = [[value, 1]];
+  for (let item = stack.pop(); item; item = stack.pop()) {
+    const [node, depth] = item;
+    if (node === null || typeof node !== 'object') continue;
+    if (depth > max) return false;
+    for (const child of Object.values(node)) stack.push([child, depth + 1]);
+  }
+  return true;
+}
+
+const metadataObject = z.record(z.string().max(64), z.unknown()).superRefine((value, ctx) => {
+  // Checked first, so that the checks below never see a value too deep to serialize.
+  if (!nestsAtMost(value, METADATA_MAX_DEPTH)) {
+    ctx.addIssue({ code: 'custom', message: `metadata must not nest deeper than ${METADATA_MAX_DEPTH} levels` });
+    return;
+  }
+  const text = JSON.stringify(value);
+  if (text.length > 4096) ctx.addIssue({ code: 'custom', message: 'metadata must serialize to at most 4096 bytes' });
   // Postgres jsonb cannot hold U+0000.
-  .refine((value) => !JSON.stringify(value).includes('\\u0000'), { message: 'metadata must not contain U+0000' });
+  if (text.includes('\\u0000')) ctx.addIssue({ code: 'custom', message: 'metadata must not contain U+0000' });
+});
 
 export const registerBody = z.strictObject({
   address,

@@ -10,7 +10,12 @@ export interface ScoringJobsDeps {
   /** Delay before a refresh after a recorded transaction, collecting bursts into one job. */
   refreshDelayMs?: number;
   onRefreshError?: (error: unknown, agent: string) => void;
+  /** How often refreshes that could not be queued are tried again. */
+  refreshRetryMs?: number;
 }
+
+/** Refreshes held for a retry while the queue is unreachable; beyond this a recomputation catches up. */
+export const MAX_UNSENT_REFRESHES = 10_000;
 
 export interface BatchInput {
   agents: string[];
@@ -25,7 +30,36 @@ export function createScoringJobs({
   chunkSize = 250,
   refreshDelayMs = 1000,
   onRefreshError,
+  refreshRetryMs = 1000,
 }: ScoringJobsDeps) {
+  const enqueueRefresh = (agent: string) =>
+    runner.enqueue(jobs.refreshAgent, { agent }, { dedupeId: `refresh:${agent}`, delayMs: refreshDelayMs });
+
+  // A refresh that could not be queued (Redis away) is kept and tried again until the queue
+  // takes it, so a transaction recorded during an outage still refreshes its agent's score
+  // once Redis is back, without a restart. In memory: a restart forgets them.
+  const unsent = new Set<string>();
+  let retryTimer: ReturnType<typeof setTimeout> | undefined;
+  function retryLater() {
+    if (retryTimer) return;
+    retryTimer = setTimeout(() => {
+      retryTimer = undefined;
+      void flushUnsent();
+    }, refreshRetryMs);
+    retryTimer.unref?.();
+  }
+  async function flushUnsent() {
+    for (const agent of [...unsent]) {
+      try {
+        await enqueueRefresh(agent);
+        unsent.delete(agent);
+      } catch {
+        retryLater();
+        return;
+      }
+    }
+  }
+
   return {
     /** Validates the whole batch here, before anything is queued; a worker applies it atomically. */
     async batch(
@@ -71,11 +105,13 @@ export function createScoringJobs({
       return runner.runFlow(jobs.recompute, { agents: addresses.length, chunks: children.length }, children);
     },
 
-    /** Schedules a deduplicated model refresh of one agent; never fails the caller. */
+    /** Schedules a deduplicated model refresh of one agent; never fails the caller (retried while the queue is away). */
     refresh(agent: string): void {
-      runner
-        .enqueue(jobs.refreshAgent, { agent }, { dedupeId: `refresh:${agent}`, delayMs: refreshDelayMs })
-        .catch((error) => onRefreshError?.(error, agent));
+      enqueueRefresh(agent).catch((error) => {
+        onRefreshError?.(error, agent);
+        if (unsent.size < MAX_UNSENT_REFRESHES) unsent.add(agent);
+        retryLater();
+      });
     },
 
     async get(jobId: string): Promise<JobInfo> {

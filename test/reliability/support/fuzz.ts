@@ -1,0 +1,717 @@
+import { randomBytes } from 'node:crypto';
+import fc from 'fast-check';
+import type { RouteOptions } from 'fastify';
+import { expect } from 'vitest';
+import type { App } from '../../../apps/api/src/app.ts';
+import { type Database, sql } from '../../../packages/db/src/index.ts';
+import { MAX_UINT256 } from '../../../packages/schemas/src/index.ts';
+
+/** A route of the app as the fuzzer sees it. */
+export interface FuzzRoute {
+  method: string;
+  url: string;
+}
+
+/** Collects every route the app defines (pass `onRoute` in the app's edge options). */
+export function routeCollector() {
+  const routes: FuzzRoute[] = [];
+  return {
+    routes,
+    onRoute: (route: RouteOptions) => {
+      const methods = Array.isArray(route.method) ? route.method : [route.method];
+      for (const method of methods) routes.push({ method: String(method), url: route.url });
+    },
+  };
+}
+
+/** Data of the app the fuzzer mixes into its requests so that some of them are valid. */
+export interface FuzzFixtures {
+  /** A registered agent with a budget. */
+  agent: string;
+  /** An address that has only been observed (a recorded transaction). */
+  observed: string;
+  adminKey: string;
+  /** A finished job's id and an API key's id, for the routes that take an `:id`. */
+  jobId?: string;
+  keyId?: string;
+}
+
+/** JSON text written as is: numbers JSON.stringify cannot produce (1e400, 2^300, -0), deep nesting. */
+class RawJson {
+  constructor(readonly text: string) {}
+}
+
+function toJson(value: unknown): string {
+  if (value instanceof RawJson) return value.text;
+  if (Array.isArray(value)) return `[${value.map(toJson).join(',')}]`;
+  if (value && typeof value === 'object') {
+    return `{${Object.entries(value)
+      .map(([k, v]) => `${JSON.stringify(k)}:${toJson(v)}`)
+      .join(',')}}`;
+  }
+  return JSON.stringify(value) ?? 'null';
+}
+
+const MAX = MAX_UINT256.toString();
+
+/** encodeURIComponent, or (for lone surrogates, which it refuses) every UTF-8 byte percent-encoded. */
+function encode(text: string): string {
+  try {
+    return encodeURIComponent(text);
+  } catch {
+    return [...Buffer.from(text)].map((b) => `%${b.toString(16).padStart(2, '0')}`).join('');
+  }
+}
+const hex = (n: number) => randomBytes(n).toString('hex');
+
+/** Strings that have broken parsers before: NUL, lone surrogates, look-alike digits, huge, control characters. */
+const nastyString = fc.oneof(
+  fc.constantFrom(
+    '',
+    ' ',
+    '0',
+    '-1',
+    '1.5',
+    '1e3',
+    '0x',
+    '0x0',
+    '007',
+    ' 1',
+    '1 ',
+    '+1',
+    '\u0000',
+    'a\u0000b',
+    '\ud800',
+    '\udfff\ud800',
+    '١٢٣', // Arabic-Indic digits
+    '１２３', // full-width digits
+    '𝟙𝟚𝟛',
+    'NaN',
+    'Infinity',
+    'null',
+    'true',
+    '[]',
+    '{}',
+    '__proto__',
+    'constructor',
+    'prototype',
+    '../../etc/passwd',
+    '%00',
+    '%',
+    '%zz',
+    '\r\nX-Injected: 1',
+    '<script>alert(1)</script>',
+    "'; DROP TABLE agents; --",
+    '\\',
+    '"',
+    MAX,
+    (MAX_UINT256 + 1n).toString(),
+    `-${MAX}`,
+    `${MAX}0`,
+    '9'.repeat(400),
+    `0x${'f'.repeat(40)}`,
+    `0x${'F'.repeat(40)}`,
+    `0x${'g'.repeat(40)}`,
+    `0x${'a'.repeat(41)}`,
+    `0x${'aB'.repeat(20)}`, // mixed case that fails its checksum
+    `0x${'0'.repeat(64)}`,
+  ),
+  fc.string({ unit: 'binary', maxLength: 40 }),
+  fc.string({ unit: 'grapheme', maxLength: 40 }),
+  fc.integer({ min: 1, max: 70_000 }).map((n) => 'x'.repeat(n)),
+);
+
+const nastyNumber = fc.oneof(
+  fc.constantFrom(
+    0,
+    -0,
+    -1,
+    1,
+    1.5,
+    0.1,
+    1000,
+    1001,
+    2 ** 31,
+    2 ** 53,
+    2 ** 53 + 2,
+    Number.MAX_VALUE,
+    -Number.MAX_VALUE,
+  ),
+  fc
+    .constantFrom('1e400', '-1e400', '1e-400', '123456789012345678901234567890', MAX, '-0', '0.0', '1E3')
+    .map((text) => new RawJson(text)),
+  fc.integer(),
+  fc.double(),
+);
+
+/** Nested arrays or objects `depth` levels deep, as JSON text. */
+const deep = fc
+  .tuple(fc.integer({ min: 10, max: 60_000 }), fc.boolean())
+  .map(([depth, arrays]) =>
+    arrays
+      ? new RawJson(`${'['.repeat(depth)}1${']'.repeat(depth)}`)
+      : new RawJson(`${'{"a":'.repeat(depth)}1${'}'.repeat(depth)}`),
+  );
+
+const nastyValue: fc.Arbitrary<unknown> = fc.oneof(
+  { weight: 4, arbitrary: nastyString },
+  { weight: 3, arbitrary: nastyNumber },
+  { weight: 1, arbitrary: fc.constantFrom(null, true, false, [], {}, [null], { __proto__: null }) },
+  { weight: 2, arbitrary: fc.jsonValue({ maxDepth: 4 }) },
+  { weight: 1, arbitrary: deep },
+  { weight: 1, arbitrary: fc.array(nastyString, { maxLength: 5 }) },
+);
+
+/** Values for an address field or parameter. */
+function addressLike(fx: FuzzFixtures) {
+  return fc.oneof(
+    { weight: 8, arbitrary: fc.constantFrom(fx.agent, fx.observed, fx.agent.toUpperCase().replace('0X', '0x')) },
+    { weight: 4, arbitrary: fc.constant(null).map(() => `0x${hex(20)}`) },
+    { weight: 1, arbitrary: fc.constant('0x52908400098527886E0F7030069857D2E4169EE7') }, // EIP-55
+    { weight: 1, arbitrary: fc.constant('0x52908400098527886E0F7030069857D2E4169Ee7') }, // bad checksum
+    { weight: 3, arbitrary: nastyValue },
+  );
+}
+
+/** A body close to what the route expects, with fields replaced, dropped or added. */
+function bodyFor(route: FuzzRoute, fx: FuzzFixtures): fc.Arbitrary<unknown> {
+  const addr = addressLike(fx);
+  const amount = fc.oneof(
+    { weight: 8, arbitrary: fc.bigInt({ min: 1n, max: 10n ** 6n }).map(String) },
+    { weight: 2, arbitrary: fc.bigInt({ min: 1n, max: MAX_UINT256 }).map(String) },
+    { weight: 2, arbitrary: nastyValue },
+  );
+  const bytes = fc.oneof(
+    { weight: 4, arbitrary: fc.constantFrom('0x', '0x01', '0xabcd') },
+    { weight: 1, arbitrary: nastyValue },
+  );
+  const score = fc.oneof(
+    { weight: 6, arbitrary: fc.integer({ min: 0, max: 1000 }) },
+    { weight: 1, arbitrary: nastyNumber },
+    { weight: 1, arbitrary: nastyValue },
+  );
+  const templates: Record<string, fc.Arbitrary<Record<string, unknown>>> = {
+    'POST /api/agents/register': fc.record(
+      {
+        address: addr,
+        owner: addr,
+        metadata: fc.oneof(fc.dictionary(fc.string({ maxLength: 70 }), fc.jsonValue({ maxDepth: 3 })), nastyValue),
+      },
+      { requiredKeys: ['address'] },
+    ),
+    'POST /api/agents/:address/score': fc.record({ score, reason: bytes }),
+    'POST /api/agents/:address/owner': fc.record({ owner: addr }),
+    'POST /api/agents/batch-scores': fc.oneof(
+      fc.record({
+        agents: fc.array(addr, { maxLength: 3 }),
+        scores: fc.array(score, { maxLength: 3 }),
+        reasons: fc.array(bytes, { maxLength: 3 }),
+      }),
+      fc.record({ agents: nastyValue, scores: nastyValue, reasons: nastyValue }),
+    ),
+    'POST /api/budgets/:address/set': fc.record(
+      { dailyLimit: amount, monthlyLimit: amount, perTxLimit: amount },
+      { requiredKeys: [] },
+    ),
+    'POST /api/budgets/:address/check': fc.record({ amount }),
+    'POST /api/budgets/:address/spend': fc.record({ amount }),
+    'POST /api/transactions/record': fc.record(
+      {
+        agent: addr,
+        txHash: fc.oneof(
+          fc.constant(null).map(() => `0x${hex(32)}`),
+          nastyValue,
+        ),
+        amount,
+        type: fc.oneof(fc.integer({ min: 0, max: 5 }), nastyNumber, nastyValue),
+        success: fc.oneof(fc.boolean(), nastyValue),
+        counterparty: addr,
+        timestamp: fc.oneof(fc.integer({ min: 0, max: 2 ** 31 }), nastyNumber, nastyValue),
+      },
+      { requiredKeys: ['agent', 'txHash', 'amount', 'type'] },
+    ),
+    'POST /api/verify': fc.record({ address: addr }),
+    'POST /api/verify/sanctions': fc.record({ address: addr }),
+    'POST /api/scores/enrich': fc.record({ agent: addr }),
+    'POST /api/scores/anomaly-check': fc.record(
+      {
+        agent: addr,
+        amount,
+        type: fc.oneof(fc.integer({ min: 0, max: 5 }), nastyValue),
+        counterparty: addr,
+        txHash: nastyValue,
+      },
+      { requiredKeys: ['agent', 'amount', 'type'] },
+    ),
+    'POST /api/scores/recompute': fc.oneof(
+      fc.record({ agents: fc.array(addr, { maxLength: 3 }) }),
+      fc.record({ all: fc.oneof(fc.constant(true), nastyValue) }),
+    ),
+    'POST /api/scores/compute': fc.record({
+      successRate: fc.oneof(fc.double({ min: 0, max: 1, noNaN: true }), nastyNumber, nastyValue),
+      totalVolume: amount,
+      transactionCount: fc.oneof(fc.integer({ min: 0, max: 10_000 }), nastyNumber, nastyValue),
+      budgetCompliance: fc.oneof(fc.double({ min: 0, max: 1, noNaN: true }), nastyNumber),
+      accountAge: fc.oneof(fc.integer({ min: 0, max: 5000 }), nastyNumber),
+    }),
+    'POST /api/keys': fc.record(
+      {
+        name: fc.oneof(fc.string({ maxLength: 20 }), nastyValue),
+        scopes: fc.oneof(fc.subarray(['read', 'write', 'admin']), nastyValue),
+        expiresAt: fc.oneof(fc.integer({ min: 0, max: 2 ** 33 }), nastyNumber),
+      },
+      { requiredKeys: ['name', 'scopes'] },
+    ),
+  };
+  const template = templates[`${route.method} ${route.url}`] ?? fc.constant({});
+  const extra = fc.dictionary(
+    fc.oneof(
+      fc.constantFrom('__proto__', 'constructor', 'prototype', 'dailylimit', 'extra', ''),
+      fc.string({ maxLength: 10 }),
+    ),
+    nastyValue,
+    { maxKeys: 2 },
+  );
+  return fc.oneof(
+    { weight: 12, arbitrary: template },
+    { weight: 2, arbitrary: fc.tuple(template, extra).map(([a, b]) => ({ ...a, ...b })) },
+    { weight: 2, arbitrary: nastyValue },
+    { weight: 1, arbitrary: fc.jsonValue() },
+  );
+}
+
+/** A raw body: JSON text, broken JSON, prototype pollution, invalid UTF-8, huge, or none. */
+function payloadFor(route: FuzzRoute, fx: FuzzFixtures): fc.Arbitrary<string | Buffer | undefined> {
+  return fc.oneof(
+    { weight: 20, arbitrary: bodyFor(route, fx).map(toJson) },
+    { weight: 1, arbitrary: fc.constant(undefined) },
+    {
+      weight: 2,
+      arbitrary: fc.constantFrom(
+        '',
+        '{',
+        '{"amount":',
+        'null',
+        '"x"',
+        '[',
+        '{"__proto__":{"polluted":true}}',
+        '{"constructor":{"prototype":{"polluted":true}}}',
+        '{"amount":"1","amount":"2"}',
+        '\u0000',
+        '\ufeff{}',
+        'amount=1',
+        '{"a":1}{"b":2}',
+      ),
+    },
+    { weight: 1, arbitrary: fc.constant(null).map(() => Buffer.from([0x7b, 0x22, 0xff, 0xfe, 0x22, 0x7d])) },
+    { weight: 1, arbitrary: fc.integer({ min: 1_040_000, max: 1_100_000 }).map((n) => `{"x":"${'a'.repeat(n)}"}`) },
+  );
+}
+
+const contentTypes = fc.oneof(
+  { weight: 20, arbitrary: fc.constant('application/json') },
+  {
+    weight: 4,
+    arbitrary: fc.constantFrom(
+      'application/json; charset=utf-8',
+      'application/json; charset=UTF-16',
+      'application/json; charset=latin1',
+      'APPLICATION/JSON',
+      'application/json;',
+      'application/json; boundary=x; x=y',
+      'application/json, text/plain',
+      'application/vnd.api+json',
+      'application/problem+json',
+      'text/plain',
+      'text/json',
+      'application/x-www-form-urlencoded',
+      'multipart/form-data; boundary=----x',
+      'application/octet-stream',
+      '*/*',
+      'json',
+      '',
+      ' ',
+    ),
+  },
+  { weight: 1, arbitrary: fc.string({ unit: 'binary-ascii', maxLength: 30 }) },
+);
+
+/** Present rarely, absent otherwise. */
+function sometimes<T>(arb: fc.Arbitrary<T>, weight = 1, absent = 4): fc.Arbitrary<T | undefined> {
+  return fc.oneof({ weight: absent, arbitrary: fc.constant(undefined) }, { weight, arbitrary: arb });
+}
+
+function headersFor(fx: FuzzFixtures): fc.Arbitrary<Record<string, string>> {
+  return fc
+    .record({
+      'content-type': sometimes(contentTypes, 12, 1),
+      'idempotency-key': sometimes(
+        fc.oneof(
+          { weight: 6, arbitrary: fc.constant(null).map(() => `k-${hex(8)}`) },
+          { weight: 1, arbitrary: fc.constantFrom('', ' ', 'a b', 'x'.repeat(255), 'x'.repeat(256), 'ü', '\t', '🙂') },
+          { weight: 1, arbitrary: fc.string({ unit: 'binary-ascii', maxLength: 300 }) },
+        ),
+        1,
+        2,
+      ),
+      authorization: sometimes(
+        fc.oneof(
+          fc.constant(`Bearer ${fx.adminKey}`),
+          fc.constantFrom('Bearer', 'Bearer ', 'Basic', 'Basic !!!', 'Basic Og==', 'Digest x', 'Bearer vk_0000_0000'),
+          fc.constant(null).map(() => `Bearer vk_${hex(8)}_${randomBytes(32).toString('base64url')}`),
+          fc.string({ unit: 'binary-ascii', maxLength: 200 }).map((s) => `Bearer ${s}`),
+        ),
+      ),
+      'x-request-id': sometimes(fc.oneof(fc.string({ unit: 'binary-ascii', maxLength: 200 }), fc.constant('ok-id'))),
+      accept: sometimes(fc.constantFrom('application/json', 'text/html', '*/*', '', 'application/xml')),
+      'content-length': sometimes(fc.constantFrom('0', '1', '99999999', '-1', 'abc'), 1, 30),
+    })
+    .map((h) => Object.fromEntries(Object.entries(h).filter(([, v]) => v !== undefined)) as Record<string, string>);
+}
+
+/** A path parameter: an address or job/key id, or anything hostile, URL-encoded or raw. */
+function paramFor(name: string, fx: FuzzFixtures): fc.Arbitrary<string> {
+  const base =
+    name === 'address'
+      ? addressLike(fx)
+      : name === 'id'
+        ? fc.oneof(
+            fc.constant(null).map(() => `scores-${crypto.randomUUID()}`),
+            fc.constant(null).map(() => `checks-${crypto.randomUUID()}`),
+            fc.constant(null).map(() => hex(8)),
+            nastyValue,
+          )
+        : fc.oneof(
+            fc.constantFrom(
+              'index.html',
+              'swagger-ui.css',
+              'json',
+              '../package.json',
+              '..%2f..%2fpackage.json',
+              '%2e%2e/%2e%2e/package.json',
+            ),
+            nastyValue,
+          );
+  return fc.tuple(base, fc.boolean()).map(([value, encoded]) => {
+    const text = typeof value === 'string' ? value : toJson(value);
+    return encoded ? encode(text) : text.replace(/[\s?#]/g, encode);
+  });
+}
+
+const queryKeys = [
+  'limit',
+  'cursor',
+  'minScore',
+  'maxScore',
+  'grade',
+  'registered',
+  'sort',
+  '__proto__',
+  'constructor',
+  'x',
+];
+
+function queryFor() {
+  return fc.oneof(
+    { weight: 3, arbitrary: fc.constant('') },
+    {
+      weight: 4,
+      arbitrary: fc
+        .array(
+          fc.tuple(
+            fc.oneof(fc.constantFrom(...queryKeys), fc.constant('__proto__[polluted]'), fc.string({ maxLength: 8 })),
+            fc.oneof(
+              fc.constantFrom(
+                '1',
+                '0',
+                '-1',
+                '1000',
+                '1001',
+                '1e3',
+                '1.5',
+                'NaN',
+                'BB',
+                'D',
+                'true',
+                'false',
+                'recent',
+                'score_asc',
+              ),
+              fc.constantFrom('eyJzIjo1MDAsImEiOiIweDAwIn0', 'eyJ9', '%', '%00', '%FF%FE', 'a'.repeat(600)),
+              nastyString.map(encode),
+            ),
+          ),
+          { maxLength: 5 },
+        )
+        .map((pairs) => `?${pairs.map(([k, v]) => `${encode(k)}=${v}`).join('&')}`),
+    },
+  );
+}
+
+export interface FuzzRequest {
+  route: FuzzRoute;
+  method: string;
+  url: string;
+  headers: Record<string, string>;
+  payload: string | Buffer | undefined;
+}
+
+/** Well-formed bodies, so that accepted writes change the state later refusals are compared against. */
+function validBody(route: FuzzRoute, fx: FuzzFixtures): fc.Arbitrary<unknown> | undefined {
+  const newAddress = fc.constant(null).map(() => `0x${hex(20)}`);
+  const amount = fc.bigInt({ min: 1n, max: 2_000_000_000_000n }).map(String);
+  const bodies: Record<string, fc.Arbitrary<unknown>> = {
+    'POST /api/agents/register': fc.record({ address: newAddress }),
+    'POST /api/agents/:address/score': fc.record({
+      score: fc.integer({ min: 0, max: 1000 }),
+      reason: fc.constant('0x01'),
+    }),
+    'POST /api/agents/:address/owner': fc.record({ owner: newAddress }),
+    'POST /api/agents/batch-scores': fc
+      .integer({ min: 0, max: 1000 })
+      .map((score) => ({ agents: [fx.agent], scores: [score], reasons: ['0x'] })),
+    'POST /api/budgets/:address/set': fc.record({ perTxLimit: fc.bigInt({ min: 1n, max: 10n ** 12n }).map(String) }),
+    'POST /api/budgets/:address/check': fc.record({ amount }),
+    'POST /api/budgets/:address/spend': fc.record({ amount }),
+    'POST /api/transactions/record': fc.record({
+      agent: fc.oneof(fc.constant(fx.agent), newAddress),
+      txHash: fc.constant(null).map(() => `0x${hex(32)}`),
+      amount,
+      type: fc.integer({ min: 0, max: 5 }),
+    }),
+    'POST /api/verify': fc.record({ address: fc.oneof(fc.constant(fx.agent), newAddress) }),
+    'POST /api/verify/sanctions': fc.record({ address: fc.oneof(fc.constant(fx.agent), newAddress) }),
+    'POST /api/scores/enrich': fc.record({ agent: fc.constant(fx.agent) }),
+    'POST /api/scores/anomaly-check': fc.record({
+      agent: fc.constant(fx.agent),
+      amount,
+      type: fc.integer({ min: 0, max: 5 }),
+    }),
+    'POST /api/scores/recompute': fc.constant({ agents: [fx.agent] }),
+    'POST /api/scores/compute': fc.constant({
+      successRate: 0.9,
+      totalVolume: '1000',
+      transactionCount: 5,
+      budgetCompliance: 1,
+      accountAge: 10,
+    }),
+    'POST /api/keys': fc.record({ name: fc.constant('fuzz'), scopes: fc.constant(['read']) }),
+  };
+  return bodies[`${route.method} ${route.url}`];
+}
+
+/** A well-formed request to `route` (the fixtures' agent as the address, the admin key presented). */
+function validRequest(route: FuzzRoute, fx: FuzzFixtures): fc.Arbitrary<FuzzRequest> {
+  const body = validBody(route, fx);
+  return fc
+    .record({
+      payload: body ? body.map((b) => JSON.stringify(b)) : fc.constant(undefined),
+      key: fc.option(
+        fc.constant(null).map(() => `k-${hex(8)}`),
+        { freq: 3 },
+      ),
+    })
+    .map(({ payload, key }) => {
+      const id = route.url.startsWith('/api/jobs/')
+        ? fx.jobId
+        : route.url.startsWith('/api/keys/')
+          ? fx.keyId
+          : undefined;
+      const path = route.url.replace(/:(\w+)|\*/g, (_, name) =>
+        name === 'address' ? fx.agent : name ? (id ?? hex(8)) : 'index.html',
+      );
+      const headers: Record<string, string> = { authorization: `Bearer ${fx.adminKey}` };
+      if (payload !== undefined) headers['content-type'] = 'application/json';
+      if (key) headers['idempotency-key'] = key;
+      const request: FuzzRequest = { route, method: route.method, url: path, headers, payload };
+      return Object.assign(request, { [fc.toStringMethod]: () => describe(request) });
+    });
+}
+
+/** A request as one line, long values cut short. */
+export function describe(req: FuzzRequest): string {
+  const cut = (text: string, n: number) => (text.length > n ? `${text.slice(0, n)}…(${text.length} chars)` : text);
+  const payload = req.payload === undefined ? 'none' : cut(String(req.payload), 300);
+  return cut(`${req.method} ${req.url} headers=${JSON.stringify(req.headers)} payload=${payload}`, 1200);
+}
+
+export function requestArbitrary(routes: FuzzRoute[], fx: FuzzFixtures): fc.Arbitrary<FuzzRequest> {
+  // Writes are where a refusal could change something: they are drawn most often.
+  const weighted = routes.map((route) => ({
+    weight: route.url.startsWith('/api/') ? (route.method === 'POST' || route.method === 'DELETE' ? 6 : 2) : 1,
+    arbitrary: fc.constant(route),
+  }));
+  return fc
+    .oneof(...weighted)
+    .chain((route) =>
+      fc.oneof({ weight: 7, arbitrary: hostileRequest(route, fx) }, { weight: 3, arbitrary: validRequest(route, fx) }),
+    );
+}
+
+function hostileRequest(route: FuzzRoute, fx: FuzzFixtures): fc.Arbitrary<FuzzRequest> {
+  {
+    const params = [...route.url.matchAll(/:(\w+)|\*/g)].map((m) => m[1] ?? '*');
+    return fc
+      .record({
+        values: fc.tuple(...params.map((p) => paramFor(p, fx))),
+        query: queryFor(),
+        headers: headersFor(fx),
+        payload: payloadFor(route, fx),
+        method: fc.oneof(
+          { weight: 20, arbitrary: fc.constant(route.method) },
+          { weight: 1, arbitrary: fc.constantFrom('GET', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS', 'HEAD') },
+        ),
+      })
+      .map(({ values, query, headers, payload, method }) => {
+        let i = 0;
+        const path = route.url.replace(/:(\w+)|\*/g, () => values[i++] ?? '');
+        const request: FuzzRequest = { route, method, url: `${path}${query}`, headers, payload };
+        // A counterexample is printed with long values cut short (a payload can be 1 MiB).
+        return Object.assign(request, { [fc.toStringMethod]: () => describe(request) });
+      });
+  }
+}
+
+const SNAPSHOT_TABLES: Record<string, string> = {
+  agents: 'SELECT * FROM agents',
+  budgets: 'SELECT * FROM budgets',
+  // What a refusal must never change, even where it may touch the budget's bookkeeping.
+  budget_counters:
+    'SELECT agent, daily_limit, monthly_limit, per_tx_limit, daily_spent, monthly_spent, day_start, month_start FROM budgets',
+  spends: 'SELECT * FROM spends',
+  transactions: 'SELECT * FROM transactions',
+  score_events: 'SELECT * FROM score_events',
+  idempotency_keys: 'SELECT * FROM idempotency_keys',
+  verifications: 'SELECT * FROM verifications',
+  sanctions_snapshots: 'SELECT * FROM sanctions_snapshots',
+  sanctions_entries: 'SELECT * FROM sanctions_entries',
+  sanctions_screenings: 'SELECT * FROM sanctions_screenings',
+  anomaly_checks: 'SELECT * FROM anomaly_checks',
+  // last_used_at is written off the request path by design (docs/edge.md).
+  api_keys: 'SELECT id, name, key_hash, scopes, expires_at, revoked_at, created_at FROM api_keys',
+};
+
+export type Snapshot = Record<string, { rows: number; digest: string }>;
+
+/** Row count and a digest of every row of every table. */
+export async function snapshot(database: Database): Promise<Snapshot> {
+  const out: Snapshot = {};
+  for (const [table, query] of Object.entries(SNAPSHOT_TABLES)) {
+    const result = await sql<{ rows: number; digest: string | null }>`
+      SELECT count(*)::int AS rows, md5(coalesce(string_agg(t::text, '|' ORDER BY t::text), '')) AS digest
+      FROM (${sql.raw(query)}) AS t`.execute(database.db);
+    const row = result.rows[0];
+    out[table] = { rows: row?.rows ?? 0, digest: row?.digest ?? '' };
+  }
+  return out;
+}
+
+export interface FuzzFigures {
+  runs: number;
+  byStatus: Record<string, number>;
+  routesHit: number;
+  routes: number;
+  maxMs: number;
+  refusedCompared: number;
+  /** Routes no generated request got a 2xx/3xx from. */
+  routesWithoutSuccess: string[];
+}
+
+/**
+ * R9: property-based requests to every route. Each must answer in time with a status
+ * below 500, and a refused one (4xx) must change nothing — except what the contract says
+ * a refusal keeps: a spend refused by BUDGET_EXCEEDED appends its refused ledger row (and
+ * touches only the budget's bookkeeping columns), and a domain refusal under an
+ * Idempotency-Key stores that answer for replay.
+ */
+export async function fuzzRoutes(
+  app: App,
+  database: Database,
+  routes: FuzzRoute[],
+  fx: FuzzFixtures,
+  opts: { runs: number; seed?: number; timeoutMs?: number },
+): Promise<FuzzFigures> {
+  const byStatus: Record<string, number> = {};
+  const hit = new Set<string>();
+  const accepted = new Map<string, number>();
+  let maxMs = 0;
+  let refusedCompared = 0;
+  const timeoutMs = opts.timeoutMs ?? 10_000;
+
+  await fc.assert(
+    fc.asyncProperty(requestArbitrary(routes, fx), async (req) => {
+      const before = await snapshot(database);
+      const started = performance.now();
+      let timer: NodeJS.Timeout | undefined;
+      const res = await Promise.race([
+        app
+          .inject({ method: req.method as 'GET', url: req.url, headers: req.headers, payload: req.payload })
+          .catch((error: Error) => ({ injectError: error })),
+        new Promise<'hang'>((resolve) => {
+          timer = setTimeout(() => resolve('hang'), timeoutMs);
+        }),
+      ]);
+      clearTimeout(timer);
+      const ms = performance.now() - started;
+      maxMs = Math.max(maxMs, ms);
+      const label = describe(req);
+      expect(res, `${label} did not answer within ${timeoutMs} ms`).not.toBe('hang');
+      if (res === 'hang') return;
+      // Requests the HTTP layer cannot even express (an invalid header value) never reach the app.
+      if ('injectError' in res) {
+        expect(String(res.injectError.message), label).toMatch(/Invalid character|header|Invalid URL|URI/i);
+        byStatus.unsendable = (byStatus.unsendable ?? 0) + 1;
+        return;
+      }
+      byStatus[res.statusCode] = (byStatus[res.statusCode] ?? 0) + 1;
+      hit.add(`${req.route.method} ${req.route.url}`);
+      expect(res.statusCode, `${label} → ${res.statusCode} ${res.body.slice(0, 500)}`).toBeLessThan(500);
+      if (res.statusCode < 400) {
+        const key = `${req.route.method} ${req.route.url}`;
+        accepted.set(key, (accepted.get(key) ?? 0) + 1);
+        return;
+      }
+
+      refusedCompared++;
+      const after = await snapshot(database);
+      let code: string | undefined;
+      try {
+        code = res.json()?.error?.code;
+      } catch {
+        code = undefined;
+      }
+      const expected = { ...before };
+      const storedAnswer =
+        req.headers['idempotency-key'] !== undefined &&
+        req.method === 'POST' &&
+        ['/api/budgets/:address/spend', '/api/transactions/record'].includes(req.route.url) &&
+        after.idempotency_keys?.rows === (before.idempotency_keys?.rows ?? 0) + 1;
+      if (storedAnswer && after.idempotency_keys) expected.idempotency_keys = after.idempotency_keys;
+      if (code === 'BUDGET_EXCEEDED') {
+        // One refused ledger row; the budget's counters are unchanged.
+        expect(after.spends?.rows, label).toBe((before.spends?.rows ?? 0) + 1);
+        const last = await database.db
+          .selectFrom('spends')
+          .select(['accepted'])
+          .orderBy('id', 'desc')
+          .limit(1)
+          .executeTakeFirst();
+        expect(last?.accepted, label).toBe(false);
+        if (after.spends) expected.spends = after.spends;
+        // Only last_refusal and updated_at may move; limits, counters and windows may not.
+        if (after.budgets) expected.budgets = after.budgets;
+      }
+      expect(after, `${label} → ${res.statusCode} ${code} changed the database`).toEqual(expected);
+    }),
+    { numRuns: opts.runs, ...(opts.seed !== undefined && { seed: opts.seed }), endOnFailure: false },
+  );
+  return {
+    runs: opts.runs,
+    byStatus,
+    routesHit: hit.size,
+    routes: routes.length,
+    maxMs: Math.round(maxMs),
+    refusedCompared,
+    routesWithoutSuccess: routes.map((r) => `${r.method} ${r.url}`).filter((r) => !accepted.has(r)),
+  };
+}
