@@ -7,7 +7,7 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { createDatabase } from '@vouch/db';
+import { createDatabase, sql } from '@vouch/db';
 import { seedScoredAgents } from '../test/support/seed.ts';
 import { runB1 } from './baselines/b1.ts';
 import { runB2 } from './baselines/b2.ts';
@@ -16,8 +16,17 @@ import { runB5 } from './baselines/b5.ts';
 import { runB7 } from './baselines/b7.ts';
 import { cleanup, installSignalHandlers, onCleanup } from './lib/cleanup.ts';
 import { type Context, call, type RunningApi, startApi, startWorker } from './lib/context.ts';
+import { setOwnPostgres } from './lib/cpu.ts';
 import { evaluateGoals } from './lib/evaluate.ts';
-import { benchPrefix, checkPostgres, checkRedis, createBenchDatabase, REDIS_URL, SetupError } from './lib/infra.ts';
+import {
+  benchPrefix,
+  checkPostgres,
+  checkRedis,
+  createBenchDatabase,
+  REDIS_URL,
+  redact,
+  SetupError,
+} from './lib/infra.ts';
 import { machineInfo } from './lib/machine.ts';
 import type { Child } from './lib/procs.ts';
 import { type Profile, productSettings, profiles } from './lib/profile.ts';
@@ -48,7 +57,7 @@ const log = (message: string) => console.log(`[bench ${elapsed()}] ${message}`);
 installSignalHandlers();
 
 /** How long the whole run may wait for other processes on the machine to calm down (see quiet.ts). */
-const quietBudget = { remainingMs: args.includes('--no-wait') ? 0 : profile.name === 'quick' ? 15_000 : 120_000 };
+const quietBudget = { remainingMs: args.includes('--no-wait') ? 0 : profile.name === 'quick' ? 15_000 : 240_000 };
 
 async function step<T extends object>(ctx: Context, id: string, fn: () => Promise<T>): Promise<T | null> {
   const machine = await waitForQuiet(ctx, quietBudget);
@@ -82,12 +91,15 @@ async function main() {
   log(`database ${dbName}, Redis prefix ${prefix}, process logs in ${logDir}`);
 
   // The API (rate limiter off) migrates the fresh database and loads the bundled sanctions list.
-  const partial = { profile, logDir, dbName, dbUrl, prefix, scenarios: {}, errors: {}, pids: {} };
+  const partial = { profile, logDir, dbName, dbUrl, prefix, scenarios: {}, errors: {}, pids: {}, envs: {} };
   let apiA: RunningApi | null = await startApi(partial as unknown as Context, 'api-ratelimit-off', {
     rateLimit: 'off',
   });
   const database = createDatabase({ databaseUrl: dbUrl, poolMax: 4, applicationName: 'vouch-bench-harness' });
   onCleanup('close the harness database pool', () => database.close());
+  // CPU attribution: this run's PostgreSQL processes vs other databases' and other servers'.
+  const backend = await sql<{ pid: number }>`SELECT pg_backend_pid() AS pid`.execute(database.db);
+  setOwnPostgres(backend.rows[0]?.pid ?? 0, dbName);
   const t0 = performance.now();
   const agents = await seedScoredAgents(database.db, profile.agents);
   log(`seeded ${agents.length} agents in ${((performance.now() - t0) / 1000).toFixed(1)} s`);
@@ -151,6 +163,7 @@ async function main() {
   // Spends on a hot budget: B3 (plain SQL), then P3 over HTTP.
   await step(ctx, 'B3', () => runB3(ctx, C));
   if (pool !== C) await step(ctx, 'X-B3-pool', () => runB3(ctx, pool));
+  await step(ctx, 'X-B3-serial', () => runB3(ctx, 1, 1));
   await step(ctx, 'P3', () => runP3(ctx, apiA as RunningApi));
 
   // Budget checks: without the limiter on this API (extra), then P2 on an API with the limiter on.
@@ -182,7 +195,7 @@ async function main() {
       recomputeTimedRuns: profile.recomputeReps,
       pacedRatePerSec: profile.pacedRate,
       pacedRequests: profile.pacedCount,
-      redisUrl: REDIS_URL,
+      redisUrl: redact(REDIS_URL),
       nodeEnv: 'production',
       auth: 'off',
     },
@@ -207,7 +220,16 @@ async function main() {
       'X-health': C,
       'X-B2-pool': pool !== C ? `${C} loops on a pool of ${pool}` : undefined,
       'X-B3-pool': pool !== C ? `${C} loops on a pool of ${pool}` : undefined,
+      'X-B3-serial': '1 loop on a pool of 1',
+      'X-verify-direct': `1 at a time, pool of ${pool}`,
     },
+    /** What each Vouch process was started with (unset keys take the product's defaults). */
+    processEnv: Object.fromEntries(
+      Object.entries(ctx.envs).map(([name, env]) => [
+        name,
+        Object.fromEntries(Object.entries(env).map(([k, v]) => [k, k.endsWith('_URL') ? redact(v) : v])),
+      ]),
+    ),
     goals,
     scenarios: ctx.scenarios,
     errors: ctx.errors,

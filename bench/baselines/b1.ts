@@ -1,9 +1,11 @@
 import type { Context } from '../lib/context.ts';
 import { loadTest, type MeasuredHttp } from '../lib/load-test.ts';
-import { freePort, spawnTs, waitForHttp } from '../lib/procs.ts';
+import { freePort, sampleRss, spawnTs, waitForHttp } from '../lib/procs.ts';
 
 /** B1: bare Fastify hello-world (bench/baselines/b1-server.ts) in its own process, same connections as P1. */
-export async function runB1(ctx: Context): Promise<MeasuredHttp & { what: string; pid: number }> {
+export async function runB1(
+  ctx: Context,
+): Promise<MeasuredHttp & { what: string; pid: number; memory: { peakRssMB: number } }> {
   const port = await freePort();
   const proc = spawnTs(
     'b1-fastify',
@@ -15,8 +17,16 @@ export async function runB1(ctx: Context): Promise<MeasuredHttp & { what: string
     const url = `http://127.0.0.1:${port}/hello`;
     await waitForHttp(url, proc);
     ctx.pids.b1 = [proc.pid];
+    const sampler = sampleRss(proc.pid);
     const r = await loadTest(ctx, 'B1', { url, connections: ctx.profile.connections }, [], 'b1');
-    return { what: 'bare Fastify hello-world, GET /hello → {"hello":"world"}', pid: proc.pid, ...r };
+    const mem = sampler.stop();
+    return {
+      what: 'bare Fastify hello-world, GET /hello → {"hello":"world"}',
+      pid: proc.pid,
+      ...r,
+      // For P7's context: the same runtime (node + tsx + fastify) under the same load.
+      memory: { peakRssMB: Math.round((mem.peakRssBytes / 2 ** 20) * 10) / 10 },
+    };
   } finally {
     delete ctx.pids.b1;
     await proc.stop();

@@ -7,7 +7,11 @@ import { type PgResult, replay } from './b2.ts';
  * plain pg, no HTTP, same concurrency as P3. Every spend is for 1 wei against limits far
  * above what a run spends, so all are accepted.
  */
-export async function runB3(ctx: Context, poolMax: number): Promise<PgResult & { refused: number }> {
+export async function runB3(
+  ctx: Context,
+  poolMax: number,
+  concurrency = ctx.profile.connections,
+): Promise<PgResult & { refused: number }> {
   const captured = await spendSql(ctx.roles.spendSql, '1');
   if (captured.nowPositions.length === 0) throw new Error('B3: could not find the "now" parameters of the spend SQL');
   let refused = 0;
@@ -15,7 +19,7 @@ export async function runB3(ctx: Context, poolMax: number): Promise<PgResult & {
     ctx,
     { sql: captured.sql, params: captured.refresh },
     {
-      concurrency: ctx.profile.connections,
+      concurrency,
       poolMax,
       check: (rows) => {
         const row = rows[0] as { last_refusal: string | null } | undefined;

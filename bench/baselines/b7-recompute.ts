@@ -9,8 +9,8 @@
  */
 import { writeFileSync } from 'node:fs';
 import { createServices } from '@vouch/core';
-import { createDatabase } from '@vouch/db';
-import { cpuMeter } from '../lib/cpu.ts';
+import { createDatabase, sql } from '@vouch/db';
+import { cpuMeter, setOwnPostgres } from '../lib/cpu.ts';
 import { envVar } from '../lib/env.ts';
 import { agentCount, resetScores } from '../lib/recompute.ts';
 
@@ -24,6 +24,8 @@ const warmup = Number(envVar('B7_WARMUP') ?? 1);
 const reps = Number(envVar('B7_REPS') ?? 1);
 const chunkSize = Number(envVar('RECOMPUTE_CHUNK_SIZE') ?? 250);
 const expected = await agentCount(database.db);
+const backend = await sql<{ pid: number }>`SELECT pg_backend_pid() AS pid`.execute(database.db);
+setOwnPostgres(backend.rows[0]?.pid ?? 0, new URL(envVar('DATABASE_URL') ?? 'postgres://x/x').pathname.slice(1));
 
 async function oneCall() {
   await resetScores(database.db);

@@ -37,6 +37,8 @@ export interface Context {
   errors: Record<string, string>;
   /** pids per named group, for the CPU meter. */
   pids: Record<string, number[]>;
+  /** The environment each Vouch process was started with (recorded in the results). */
+  envs: Record<string, Record<string, string>>;
 }
 
 export interface RunningApi {
@@ -79,6 +81,7 @@ export async function startApi(ctx: Context, name: string, options: { rateLimit:
       RATE_LIMIT_COMPUTE: '1000000000',
     }),
   };
+  ctx.envs[name] = env;
   const proc = spawnTs(name, 'apps/api/src/main.ts', env, ctx.logDir);
   const base = `http://127.0.0.1:${port}`;
   await waitForHttp(`${base}/health`, proc, 90_000);
@@ -88,16 +91,13 @@ export async function startApi(ctx: Context, name: string, options: { rateLimit:
 /** Starts apps/worker/src/main.ts (all queues) and waits until its BullMQ workers are connected. */
 export async function startWorker(ctx: Context, name: string): Promise<Child> {
   const before = { scores: await workerCount(ctx.prefix, 'scores'), checks: await workerCount(ctx.prefix, 'checks') };
-  const proc = spawnTs(
-    name,
-    'apps/worker/src/main.ts',
-    {
-      ...vouchEnv(ctx),
-      WORKER_CONCURRENCY: String(productSettings.workerConcurrency),
-      SHUTDOWN_TIMEOUT_MS: '5000',
-    },
-    ctx.logDir,
-  );
+  const env = {
+    ...vouchEnv(ctx),
+    WORKER_CONCURRENCY: String(productSettings.workerConcurrency),
+    SHUTDOWN_TIMEOUT_MS: '5000',
+  };
+  ctx.envs[name] = env;
+  const proc = spawnTs(name, 'apps/worker/src/main.ts', env, ctx.logDir);
   const deadline = Date.now() + 60_000;
   while (Date.now() < deadline) {
     if (proc.child.exitCode !== null) throw new Error(`${name} exited at start; its output:\n${proc.tail()}`);

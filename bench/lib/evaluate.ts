@@ -97,7 +97,7 @@ export function evaluateGoals(ctx: Context): GoalEntry[] {
         baseline: null,
         ratio: memory.peakRssMB,
         notes: [
-          `RSS when idle before P1: ${memory.idleRssMB} MB; VmHWM at the end of P1 (since process start): ${memory.vmHwmMB} MB`,
+          `RSS when idle before P1: ${memory.idleRssMB} MB; VmHWM at the end of P1 (since process start): ${memory.vmHwmMB} MB; B1's bare Fastify process peaked at ${(ctx.scenarios.B1?.memory as { peakRssMB?: number } | undefined)?.peakRssMB ?? '?'} MB`,
         ],
       };
     },
@@ -118,8 +118,8 @@ export function evaluateGoals(ctx: Context): GoalEntry[] {
     const entry = judge(def, rules[def.id] as () => GoalEvaluation);
     const interference: Record<string, number> = {};
     for (const id of uses[def.id] ?? []) {
-      const other = (ctx.scenarios[id]?.cpu as Record<string, number> | undefined)?.other;
-      if (other !== undefined) interference[id] = other;
+      const cpu = ctx.scenarios[id]?.cpu as Record<string, number> | undefined;
+      if (cpu?.other !== undefined) interference[id] = Math.round((cpu.other + (cpu.steal ?? 0)) * 100) / 100;
     }
     return { ...entry, interference, noisy: Object.values(interference).some((v) => v > NOISE_CORES) };
   });

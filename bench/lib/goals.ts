@@ -33,7 +33,7 @@ export interface GoalEntry {
   targetMet: boolean;
   notes: string[];
   error?: string;
-  /** Cores used by processes outside the run during each measurement this goal uses. */
+  /** Cores used by processes outside the run (plus steal) during each measurement this goal uses. */
   interference?: Record<string, number>;
   /** Some of those measurements were disturbed (see bench/lib/quiet.ts): read the figure with care. */
   noisy?: boolean;

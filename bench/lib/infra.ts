@@ -17,7 +17,7 @@ export function databaseUrlFor(name: string): string {
   return url.toString();
 }
 
-function redact(url: string): string {
+export function redact(url: string): string {
   const u = new URL(url);
   if (u.password) u.password = '***';
   return u.toString();

@@ -1,12 +1,14 @@
 import { readFileSync } from 'node:fs';
-import { createRequire } from 'node:module';
 import { arch, cpus, loadavg, platform, release, totalmem } from 'node:os';
+import { join } from 'node:path';
 
-const require = createRequire(new URL('../../package.json', import.meta.url));
+const ROOT = new URL('../../', import.meta.url).pathname;
 
+/** The installed version of a root dependency (read from node_modules: not every package exports its package.json). */
 function versionOf(pkg: string): string {
   try {
-    return (JSON.parse(readFileSync(require.resolve(`${pkg}/package.json`), 'utf8')) as { version: string }).version;
+    return (JSON.parse(readFileSync(join(ROOT, 'node_modules', pkg, 'package.json'), 'utf8')) as { version: string })
+      .version;
   } catch {
     return 'unknown';
   }

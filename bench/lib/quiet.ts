@@ -2,7 +2,7 @@ import type { Context } from './context.ts';
 import { cpuMeter } from './cpu.ts';
 import { sleep } from './procs.ts';
 
-/** CPU used by processes that are not part of the run, above which a measurement counts as disturbed. */
+/** CPU used by processes that are not part of the run (plus steal), above which a measurement counts as disturbed. */
 export const NOISE_CORES = 0.25;
 
 /**
@@ -15,7 +15,8 @@ export async function waitForQuiet(ctx: Context, budget: { remainingMs: number }
   for (;;) {
     const meter = cpuMeter(() => ctx.pids);
     await sleep(sampleMs);
-    const other = meter.stop().other ?? 0;
+    const usage = meter.stop();
+    const other = Math.round(((usage.other ?? 0) + (usage.steal ?? 0)) * 100) / 100;
     if (other <= NOISE_CORES || budget.remainingMs <= 0) {
       return { otherCoresBefore: other, waitedSec: Math.round(waitedMs / 100) / 10 };
     }

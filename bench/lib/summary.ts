@@ -14,7 +14,7 @@ export function summaryLine(s: Record<string, unknown>): string {
   if (typeof s.medianMs === 'number') parts.push(`median ${ms(s.medianMs)} of ${JSON.stringify(s.runsMs)}`);
   if (typeof s.serverCpuMicrosPerRequest === 'number') parts.push(`server CPU ${s.serverCpuMicrosPerRequest} µs/req`);
   const memory = s.memory as { peakRssMB?: number } | undefined;
-  if (memory?.peakRssMB) parts.push(`API peak RSS ${memory.peakRssMB} MB`);
+  if (memory?.peakRssMB) parts.push(`server peak RSS ${memory.peakRssMB} MB`);
   if (typeof s.overspendFree === 'boolean')
     parts.push(s.overspendFree ? '0 overspend' : 'OVERSPEND OR LEDGER MISMATCH');
   const cpu = s.cpu as Record<string, number> | undefined;
