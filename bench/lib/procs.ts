@@ -1,6 +1,5 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { createWriteStream, readFileSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { onCleanup, trackPid, untrackPid } from './cleanup.ts';
 
@@ -69,18 +68,8 @@ export function spawnTs(name: string, entry: string, env: Record<string, string>
   return { name, pid, child, logFile, tail: () => tail, exited, stop };
 }
 
-export async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const address = server.address();
-      server.close(() =>
-        typeof address === 'object' && address ? resolve(address.port) : reject(new Error('no port')),
-      );
-    });
-  });
-}
+// One free-port finder for tests and benchmarks.
+export { freePort } from '../../test/support/process.ts';
 
 export const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 

@@ -1,7 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createTestApp, type TestContext } from '../support/app.ts';
-import { createAgentWithBudget, randomAddress, recordTx } from '../support/factories.ts';
-import { type FuzzFixtures, fuzzRoutes, routeCollector } from './support/fuzz.ts';
+import type { TestContext } from '../support/app.ts';
+import { type FuzzFixtures, type FuzzRoute, fuzzRoutes, fuzzTarget } from './support/fuzz.ts';
 import { report } from './support/report.ts';
 
 // R9: property-based hostile input to every route of the app (fast-check): params, query,
@@ -12,26 +11,14 @@ const ADMIN = 'r9-admin-secret-0123456789';
 
 describe('R9 — hostile input never yields a 5xx, a hang or a change from a refusal', () => {
   let t: TestContext;
-  const collector = routeCollector();
+  let routes: FuzzRoute[];
   let fixtures: FuzzFixtures;
 
   beforeAll(async () => {
-    t = await createTestApp({
-      start: '2026-06-15T12:00:00Z',
-      jobs: 'in-process',
-      // Background score refreshes would change tables between two snapshots; keep them away.
-      refreshDelayMs: 3_600_000,
-      edge: { onRoute: collector.onRoute, auth: { mode: 'off', adminKey: ADMIN } },
-    });
-    // Limits that admit many spends, and a per-transaction limit random amounts can exceed.
-    const max = (2n ** 256n - 1n).toString();
-    const agent = await createAgentWithBudget(t.app, {
-      dailyLimit: max,
-      monthlyLimit: max,
-      perTxLimit: '1000000000000',
-    });
-    const observed = randomAddress();
-    await recordTx(t.app, observed);
+    const target = await fuzzTarget(ADMIN);
+    t = target.t;
+    routes = target.routes;
+    const { agent, observed } = target.fixtures;
     const admin = { authorization: `Bearer ${ADMIN}` };
     const job = await t.services.scoring?.recompute({ agents: [agent] });
     const key = await t.app.inject({
@@ -47,8 +34,8 @@ describe('R9 — hostile input never yields a 5xx, a hang or a change from a ref
   afterAll(() => t?.close());
 
   it(`${RUNS} generated requests over every route`, async () => {
-    expect(collector.routes.length).toBeGreaterThan(25);
-    const figures = await fuzzRoutes(t.app, t.database, collector.routes, fixtures, {
+    expect(routes.length).toBeGreaterThan(25);
+    const figures = await fuzzRoutes(t.app, t.database, routes, fixtures, {
       runs: RUNS,
       ...(process.env.R9_SEED && { seed: Number(process.env.R9_SEED) }),
     });

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type FuzzFixtures, fuzzRoutes, routeCollector } from '../../../test/reliability/support/fuzz.ts';
+import { fuzzRoutes, fuzzTarget } from '../../../test/reliability/support/fuzz.ts';
 import { type HttpClient, httpClient } from '../../../test/reliability/support/http.ts';
 import { idempotencyRace, overspendRun } from '../../../test/reliability/support/money.ts';
 import {
@@ -11,7 +11,7 @@ import {
   waitingRequests,
 } from '../../../test/reliability/support/waits.ts';
 import { createTestApp, type TestContext } from '../../../test/support/app.ts';
-import { createAgentWithBudget, randomAddress, recordTx } from '../../../test/support/factories.ts';
+import { randomAddress } from '../../../test/support/factories.ts';
 
 // The fast subset of the reliability suite (docs/RELIABILITY.md), in every `npm test` and so
 // in CI, on both drivers: R1 once, R2, a short R9 and R8. `npm run test:reliability` runs
@@ -46,31 +46,15 @@ describe('R1 (fast): 1,000 spends over 100 connections admit exactly 500', () =>
 });
 
 describe('R9 (fast): hostile input to every route', () => {
-  const ADMIN = 'fast-r9-admin-secret-0123';
-  const collector = routeCollector();
-  let t: TestContext;
-  let fixtures: FuzzFixtures;
+  let target: Awaited<ReturnType<typeof fuzzTarget>>;
   beforeAll(async () => {
-    t = await createTestApp({
-      start: '2026-06-15T12:00:00Z',
-      jobs: 'in-process',
-      refreshDelayMs: 3_600_000,
-      edge: { onRoute: collector.onRoute, auth: { mode: 'off', adminKey: ADMIN } },
-    });
-    const max = (2n ** 256n - 1n).toString();
-    const agent = await createAgentWithBudget(t.app, {
-      dailyLimit: max,
-      monthlyLimit: max,
-      perTxLimit: '1000000000000',
-    });
-    const observed = randomAddress();
-    await recordTx(t.app, observed);
-    fixtures = { agent, observed, adminKey: ADMIN };
+    target = await fuzzTarget('fast-r9-admin-secret-0123');
   });
-  afterAll(() => t?.close());
+  afterAll(() => target?.t.close());
 
   it('300 generated requests: never a 5xx or a hang; a refusal changes nothing', async () => {
-    const figures = await fuzzRoutes(t.app, t.database, collector.routes, fixtures, { runs: 300 });
+    const { t, routes, fixtures } = target;
+    const figures = await fuzzRoutes(t.app, t.database, routes, fixtures, { runs: 300 });
     expect(figures.routesHit).toBeGreaterThan(40);
   }, 120_000);
 });

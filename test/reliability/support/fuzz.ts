@@ -5,6 +5,8 @@ import { expect } from 'vitest';
 import type { App } from '../../../apps/api/src/app.ts';
 import { type Database, sql } from '../../../packages/db/src/index.ts';
 import { MAX_UINT256 } from '../../../packages/schemas/src/index.ts';
+import { createTestApp, type TestContext } from '../../support/app.ts';
+import { createAgentWithBudget, randomAddress, recordTx } from '../../support/factories.ts';
 
 /** A route of the app as the fuzzer sees it. */
 export interface FuzzRoute {
@@ -22,6 +24,29 @@ export function routeCollector() {
       for (const method of methods) routes.push({ method: String(method), url: route.url });
     },
   };
+}
+
+/**
+ * The app the fuzzer targets, with every route collected, auth off (the admin key still
+ * works) and background refreshes far away (they would change tables between snapshots),
+ * plus the fixtures its requests mix in.
+ */
+export async function fuzzTarget(
+  adminKey: string,
+): Promise<{ t: TestContext; routes: FuzzRoute[]; fixtures: FuzzFixtures }> {
+  const collector = routeCollector();
+  const t = await createTestApp({
+    start: '2026-06-15T12:00:00Z',
+    jobs: 'in-process',
+    refreshDelayMs: 3_600_000,
+    edge: { onRoute: collector.onRoute, auth: { mode: 'off', adminKey } },
+  });
+  // Limits that admit many spends, and a per-transaction limit random amounts can exceed.
+  const max = MAX_UINT256.toString();
+  const agent = await createAgentWithBudget(t.app, { dailyLimit: max, monthlyLimit: max, perTxLimit: '1000000000000' });
+  const observed = randomAddress();
+  await recordTx(t.app, observed);
+  return { t, routes: collector.routes, fixtures: { agent, observed, adminKey } };
 }
 
 /** Data of the app the fuzzer mixes into its requests so that some of them are valid. */
