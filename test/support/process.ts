@@ -23,9 +23,14 @@ export interface Spawned {
 
 /** Starts a TypeScript entry point of this repo as a real process. */
 export function spawnEntry(entry: string, env: Record<string, string>): Spawned {
-  const child = spawn(process.execPath, ['--import', 'tsx', entry], {
+  return spawnCommand(process.execPath, ['--import', 'tsx', entry], { ...process.env, LOG_LEVEL: 'info', ...env });
+}
+
+/** Starts a command from the repo root, collecting its output. */
+export function spawnCommand(command: string, args: string[], env: NodeJS.ProcessEnv = process.env): Spawned {
+  const child = spawn(command, args, {
     cwd: new URL('../../', import.meta.url).pathname,
-    env: { ...process.env, LOG_LEVEL: 'info', ...env },
+    env,
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let output = '';

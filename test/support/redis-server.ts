@@ -1,6 +1,5 @@
-import { type ChildProcess, spawn } from 'node:child_process';
 import { Redis } from 'ioredis';
-import { freePort } from './process.ts';
+import { freePort, spawnCommand } from './process.ts';
 
 export interface DisposableRedis {
   url: string;
@@ -15,21 +14,12 @@ export interface DisposableRedis {
  */
 export async function startRedisServer(): Promise<DisposableRedis> {
   const port = await freePort();
-  const child: ChildProcess = spawn('redis-server', ['--port', String(port), '--save', '', '--appendonly', 'no'], {
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  let output = '';
-  child.stdout?.on('data', (chunk) => {
-    output += chunk;
-  });
-  child.stderr?.on('data', (chunk) => {
-    output += chunk;
-  });
-  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+  const server = spawnCommand('redis-server', ['--port', String(port), '--save', '', '--appendonly', 'no']);
+  const { child, exited } = server;
   const url = `redis://127.0.0.1:${port}`;
   const deadline = Date.now() + 10_000;
   for (;;) {
-    if (child.exitCode !== null) throw new Error(`redis-server exited early:\n${output}`);
+    if (child.exitCode !== null) throw new Error(`redis-server exited early:\n${server.output()}`);
     const client = new Redis(url, { lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null });
     client.on('error', () => {}); // a refused connection while the server starts; retried below
     try {
@@ -37,7 +27,8 @@ export async function startRedisServer(): Promise<DisposableRedis> {
       await client.ping();
       break;
     } catch (error) {
-      if (Date.now() > deadline) throw new Error(`redis-server on ${port} did not answer: ${error}\n${output}`);
+      if (Date.now() > deadline)
+        throw new Error(`redis-server on ${port} did not answer: ${error}\n${server.output()}`);
       await new Promise((resolve) => setTimeout(resolve, 100));
     } finally {
       client.disconnect();

@@ -53,7 +53,8 @@ describe('readiness, job metrics and the dashboard with BullMQ on a disposable R
     });
   });
 
-  it('exports job counts and durations by queue, and pool usage', async () => {
+  /** Registers a new agent (Postgres) and sends it a batch score (the queue); returns the batch answer. */
+  async function registerAndBatch(score: number) {
     const address = randomAddress();
     const register = await t.app.inject({
       method: 'POST',
@@ -62,12 +63,16 @@ describe('readiness, job metrics and the dashboard with BullMQ on a disposable R
       headers: admin,
     });
     expect(register.statusCode).toBe(201);
-    const batch = await t.app.inject({
+    return t.app.inject({
       method: 'POST',
       url: '/api/agents/batch-scores',
-      payload: { agents: [address], scores: [700], reasons: ['0x01'] },
+      payload: { agents: [address], scores: [score], reasons: ['0x01'] },
       headers: admin,
     });
+  }
+
+  it('exports job counts and durations by queue, and pool usage', async () => {
+    const batch = await registerAndBatch(700);
     expect(batch.statusCode, batch.body).toBe(200);
 
     const res = await t.app.inject({ method: 'GET', url: '/metrics' });
@@ -140,20 +145,7 @@ describe('readiness, job metrics and the dashboard with BullMQ on a disposable R
     expect(read.statusCode).toBe(200);
     expect(read.headers['ratelimit-policy']).toBe('1000;w=60');
     // Writes to Postgres too; queued work says the queue is unavailable instead of hanging.
-    const address = randomAddress();
-    const register = await t.app.inject({
-      method: 'POST',
-      url: '/api/agents/register',
-      payload: { address },
-      headers: admin,
-    });
-    expect(register.statusCode).toBe(201);
-    const batch = await t.app.inject({
-      method: 'POST',
-      url: '/api/agents/batch-scores',
-      payload: { agents: [address], scores: [1], reasons: ['0x01'] },
-      headers: admin,
-    });
+    const batch = await registerAndBatch(1);
     expect(batch.statusCode).toBe(503);
     expect(failureEnvelope.parse(batch.json()).error.code).toBe('SERVICE_UNAVAILABLE');
     // The scrape still answers, without the Redis figures it could not read.

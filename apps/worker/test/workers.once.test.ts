@@ -52,13 +52,18 @@ describe.runIf(runnable)('two worker processes', () => {
     await dropPrefix(prefix);
   });
 
-  async function modelEventsPerAgent() {
-    return database.db
+  /** Exactly once in effect: one `model` history row per agent, and every score the model's. */
+  async function expectEveryAgentScoredOnce(agents: string[]) {
+    const perAgent = await database.db
       .selectFrom('score_events')
       .select(['agent', (eb) => eb.fn.countAll<string>().as('n')])
       .where('source', '=', 'model')
       .groupBy('agent')
       .execute();
+    expect(perAgent).toHaveLength(agents.length);
+    expect(perAgent.every((row) => Number(row.n) === 1)).toBe(true);
+    const scores = await database.db.selectFrom('agents').select('score').distinct().execute();
+    expect(scores).toEqual([{ score: SEEDED_SCORE }]);
   }
 
   it('share a 2,000-agent recompute and score every agent exactly once', async () => {
@@ -69,11 +74,7 @@ describe.runIf(runnable)('two worker processes', () => {
     expect(outcome.result).toMatchObject({ agents: 2000, chunks: 40, updated: 2000, unchanged: 0 });
     // Both processes took chunks.
     expect(outcome.result.workers).toHaveLength(2);
-    const perAgent = await modelEventsPerAgent();
-    expect(perAgent).toHaveLength(agents.length);
-    expect(perAgent.every((row) => Number(row.n) === 1)).toBe(true);
-    const scores = await database.db.selectFrom('agents').select('score').distinct().execute();
-    expect(scores).toEqual([{ score: SEEDED_SCORE }]);
+    await expectEveryAgentScoredOnce(agents);
   }, 120_000);
 
   it('finish a run whose other worker was SIGKILLed mid-way, with the right result', async () => {
@@ -93,10 +94,6 @@ describe.runIf(runnable)('two worker processes', () => {
     expect(outcome.result).toMatchObject({ agents: 4000, chunks: 80 });
     expect(outcome.result.updated + outcome.result.unchanged).toBe(4000);
     expect(survivor.child.exitCode).toBeNull();
-    const perAgent = await modelEventsPerAgent();
-    expect(perAgent).toHaveLength(agents.length);
-    expect(perAgent.every((row) => Number(row.n) === 1)).toBe(true);
-    const scores = await database.db.selectFrom('agents').select('score').distinct().execute();
-    expect(scores).toEqual([{ score: SEEDED_SCORE }]);
+    await expectEveryAgentScoredOnce(agents);
   }, 120_000);
 });
