@@ -43,7 +43,6 @@ export function createServices(deps: CoreDeps) {
   const verification = createVerificationService({
     ...base,
     chain: createChainReader(deps.chainRpcUrl),
-    sanctions,
     thresholds: { ...defaultThresholds, ...deps.verification },
   });
   const anomaly = createAnomalyService({

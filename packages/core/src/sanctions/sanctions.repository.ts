@@ -2,8 +2,13 @@ import { type DB, type Kysely, sql } from '@vouch/db';
 
 type Executor = Kysely<DB>;
 
+/** The active snapshot (one at a time, see `activate`), for a query to select from. */
+export function activeSnapshotQuery(db: Executor) {
+  return db.selectFrom('sanctions_snapshots').where('is_active', '=', true);
+}
+
 export function activeSnapshot(db: Executor) {
-  return db.selectFrom('sanctions_snapshots').selectAll().where('is_active', '=', true).executeTakeFirst();
+  return activeSnapshotQuery(db).selectAll().executeTakeFirst();
 }
 
 /** Matches of the given addresses in the active snapshot. */
@@ -54,24 +59,33 @@ export async function activate(db: Executor, snapshotId: string): Promise<void> 
   await db.updateTable('sanctions_snapshots').set({ is_active: true }).where('id', '=', snapshotId).execute();
 }
 
+export interface Screening {
+  address: string;
+  sanctioned: boolean;
+  lists: string[];
+}
+
+/** The `sanctions_screenings` rows that keep these screenings. */
+export function screeningRows(rows: Screening[], snapshotId: string | null, now: Date) {
+  return rows.map((r) => ({
+    address: r.address,
+    sanctioned: r.sanctioned,
+    matched_lists: r.lists,
+    snapshot_id: snapshotId,
+    created_at: now,
+  }));
+}
+
 export async function recordScreenings(
   db: Executor,
-  rows: Array<{ address: string; sanctioned: boolean; lists: string[] }>,
+  rows: Screening[],
   snapshotId: string | null,
   now: Date,
 ): Promise<void> {
   for (let i = 0; i < rows.length; i += 1000) {
     await db
       .insertInto('sanctions_screenings')
-      .values(
-        rows.slice(i, i + 1000).map((r) => ({
-          address: r.address,
-          sanctioned: r.sanctioned,
-          matched_lists: r.lists,
-          snapshot_id: snapshotId,
-          created_at: now,
-        })),
-      )
+      .values(screeningRows(rows.slice(i, i + 1000), snapshotId, now))
       .execute();
   }
 }

@@ -1,8 +1,5 @@
 import type { DB, Kysely } from '@vouch/db';
-import { sql } from '@vouch/db';
 import { type Grade, gradeFor } from '../agents/agents.model.ts';
-import { findAgent } from '../agents/agents.repository.ts';
-import type { SanctionsService } from '../sanctions/sanctions.service.ts';
 import { type Clock, toUnixSeconds } from '../shared/clock.ts';
 import type { ChainReader } from './chain.ts';
 import {
@@ -13,6 +10,7 @@ import {
   type VerificationStatus,
   type VerificationThresholds,
 } from './verification.model.ts';
+import * as repo from './verification.repository.ts';
 
 export interface VerificationResult {
   address: string;
@@ -30,43 +28,42 @@ export interface VerificationDeps {
   db: Kysely<DB>;
   clock: Clock;
   chain: ChainReader | null;
-  sanctions: SanctionsService;
   thresholds: VerificationThresholds;
 }
 
 const DAY_MS = 86_400_000;
 
-export function createVerificationService({ db, clock, chain, sanctions, thresholds }: VerificationDeps) {
+export function createVerificationService({ db, clock, chain, thresholds }: VerificationDeps) {
   return {
     /** Runs the 8 checks on any well-formed address and stores the result. */
     async verify(address: string): Promise<VerificationResult> {
       const now = clock();
-      const agent = await findAgent(db, address);
       const since = new Date(now.getTime() - thresholds.activityWindowDays * DAY_MS);
-      const [activity, screened, code, onChainOwner] = await Promise.all([
-        sql<{
-          n: number;
-        }>`SELECT count(*)::int AS n FROM transactions WHERE agent = ${address} AND occurred_at >= ${since}`.execute(
-          db,
-        ),
-        sanctions.screenMany(agent?.owner ? [address, agent.owner] : [address]),
+      // One read and one write; the bytecode read runs alongside the read, owner() once the
+      // read has given the registered owner.
+      const read = repo.readVerificationFacts(db, address, since);
+      const [facts, code, onChainOwner] = await Promise.all([
+        read,
         chain ? chain.hasCode(address) : null,
-        chain && agent?.owner ? chain.owner(address) : null,
+        read.then((f) => (chain && f.owner ? chain.owner(address) : null)),
       ]);
-      const score = agent?.score ?? 0;
+      const owner = facts.owner;
+      const addressSanctions = facts.address_lists ?? [];
+      const ownerSanctions = owner ? (facts.owner_lists ?? []) : [];
+      const score = facts.score ?? 0;
       const results = evaluateChecks(
         {
-          known: agent !== undefined,
-          registered: agent?.is_registered ?? false,
-          firstSeenAt: agent?.first_seen_at ?? null,
-          owner: agent?.owner ?? null,
-          ownerChangedAt: agent?.owner_changed_at ?? null,
+          known: facts.known,
+          registered: facts.is_registered ?? false,
+          firstSeenAt: facts.first_seen_at,
+          owner,
+          ownerChangedAt: facts.owner_changed_at,
           score,
-          recentTransactions: activity.rows[0]?.n ?? 0,
+          recentTransactions: facts.recent_transactions ?? 0,
           code,
           onChainOwner,
-          addressSanctions: screened[0]?.matchedLists ?? [],
-          ownerSanctions: screened[1]?.matchedLists ?? [],
+          addressSanctions,
+          ownerSanctions,
         },
         thresholds,
         now,
@@ -85,20 +82,24 @@ export function createVerificationService({ db, clock, chain, sanctions, thresho
         total: checkKeys.length,
         verifiedAt: toUnixSeconds(now),
       };
-      await db
-        .insertInto('verifications')
-        .values({
+      // The address and its owner are screened as the sanctions service screens them.
+      const screened = [{ address, lists: addressSanctions }];
+      if (owner) screened.push({ address: owner, lists: ownerSanctions });
+      await repo.insertVerification(db, {
+        screenings: screened.map((r) => ({ ...r, sanctioned: r.lists.length > 0 })),
+        snapshotId: facts.snapshot_id,
+        verification: {
           agent: address,
           status: result.status,
           passed,
           total: result.total,
           score,
           grade: result.grade,
-          checks: JSON.stringify(checks),
-          check_details: JSON.stringify(checkDetails),
-          created_at: now,
-        })
-        .execute();
+          checks,
+          checkDetails,
+        },
+        now,
+      });
       return result;
     },
 
