@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { Services } from '@vouch/core';
 import type { Queue } from 'bullmq';
 import Fastify, { type FastifyBaseLogger } from 'fastify';
-import { serializerCompiler, validatorCompiler, type ZodTypeProvider } from 'fastify-type-provider-zod';
+import { validatorCompiler, type ZodTypeProvider } from 'fastify-type-provider-zod';
 import { type EdgeDeps, edgePlugin } from './edge.ts';
 import { errorsPlugin } from './plugins/errors.ts';
 import { queueDashboard } from './plugins/queue-dashboard.ts';
@@ -12,6 +12,7 @@ import { checksRoutes } from './routes/checks.routes.ts';
 import { jobsRoutes } from './routes/jobs.routes.ts';
 import { scoresRoutes } from './routes/scores.routes.ts';
 import { transactionsRoutes } from './routes/transactions.routes.ts';
+import { responseSerializerCompiler } from './serializer.ts';
 
 /** EdgeDeps: auth, rate limits, CORS, database and jobs for readiness and metrics (edge.ts). */
 export interface AppDeps extends EdgeDeps {
@@ -42,11 +43,12 @@ export async function buildApp(deps: AppDeps) {
   }).withTypeProvider<ZodTypeProvider>();
 
   app.setValidatorCompiler(validatorCompiler);
-  app.setSerializerCompiler(serializerCompiler);
+  app.setSerializerCompiler(responseSerializerCompiler);
   // JSON only: anything else (text/plain included) is 415.
   app.removeContentTypeParser('text/plain');
-  app.addHook('onRequest', async (request, reply) => {
+  app.addHook('onRequest', (request, reply, done) => {
     reply.header('x-request-id', request.id);
+    done();
   });
 
   await app.register(errorsPlugin);

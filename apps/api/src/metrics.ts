@@ -130,12 +130,22 @@ export function createMetrics(options: MetricsOptions = {}): Metrics {
     });
   }
 
+  // The label children of each (method, route, status), resolved once: prom-client would
+  // otherwise hash the label set on every request.
+  type Labels = 'method' | 'route' | 'status';
+  const series = new Map<string, { count: Counter.Internal; time: Histogram.Internal<Labels> }>();
   return {
     registry,
     observeRequest(method, route, status, seconds) {
-      const labels = { method, route, status: String(status) };
-      requests.inc(labels);
-      durations.observe(labels, seconds);
+      const key = `${method} ${status} ${route}`;
+      let one = series.get(key);
+      if (!one) {
+        const labels = { method, route, status: String(status) };
+        one = { count: requests.labels(labels), time: durations.labels(labels) };
+        series.set(key, one);
+      }
+      one.count.inc();
+      one.time.observe(seconds);
     },
   };
 }

@@ -63,16 +63,19 @@ export const authenticatePlugin = fp(
   async (app: FastifyInstance, { auth, keys }: { auth: AuthOptions; keys: KeysService }) => {
     app.decorateRequest('principal', null);
     app.decorateRequest('credentialProblem', null);
-    app.addHook('onRequest', async (request) => {
+    // Callback style: a request without a key (the common case) costs no promise.
+    app.addHook('onRequest', (request, _reply, done) => {
       const secret = presentedSecret(request);
-      if (!secret) return;
+      if (!secret) return done();
       if (auth.adminKey && secretsEqual(secret, auth.adminKey)) {
         request.principal = ADMIN_PRINCIPAL;
-        return;
+        return done();
       }
-      const result = await keys.authenticate(secret);
-      if (result.ok) request.principal = result.key;
-      else request.credentialProblem = result.reason;
+      keys.authenticate(secret).then((result) => {
+        if (result.ok) request.principal = result.key;
+        else request.credentialProblem = result.reason;
+        done();
+      }, done);
     });
   },
   { name: 'vouch-authenticate' },
@@ -93,24 +96,28 @@ const problemMessages = {
 /** Refuses a request whose key is missing (401), not valid (401) or lacks the scope (403). */
 export const authorizePlugin = fp(
   async (app: FastifyInstance, { auth }: { auth: AuthOptions }) => {
-    app.addHook('onRequest', async (request, reply) => {
+    // Callback style: answering without calling done() ends the request here.
+    app.addHook('onRequest', (request, reply, done) => {
       const need = requirement(request, auth.mode);
-      if (!need?.enforced) return;
+      if (!need?.enforced) return done();
       const principal = request.principal;
       if (!principal) {
         const problem = request.credentialProblem;
-        return unauthorized(
+        unauthorized(
           request,
           reply,
           problem ? problemMessages[problem] : 'an API key is required: send Authorization: Bearer <key>',
         );
+        return;
       }
       if (!scopeAllows(principal.scopes, need.scope)) {
-        return sendFailure(reply, request, 'FORBIDDEN', `this API key lacks the ${need.scope} scope`, {
+        sendFailure(reply, request, 'FORBIDDEN', `this API key lacks the ${need.scope} scope`, {
           required: need.scope,
           scopes: principal.scopes,
         });
+        return;
       }
+      done();
     });
   },
   { name: 'vouch-authorize', dependencies: ['vouch-authenticate'] },
