@@ -26,10 +26,11 @@ COPY --chown=node:node packages/core/package.json packages/core/
 COPY --chown=node:node packages/db/package.json packages/db/
 COPY --chown=node:node packages/schemas/package.json packages/schemas/
 
-# Dev dependencies are installed on purpose: tsx (a devDependency) runs the TypeScript sources.
+# Dev dependencies are installed on purpose: esbuild bundles the processes, tsx runs the CLIs.
 RUN npm ci --include=dev && npm cache clean --force
 
 COPY --chown=node:node . .
+RUN npm run build
 
 EXPOSE 3000
 CMD ["npm", "start"]

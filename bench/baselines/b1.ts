@@ -1,16 +1,16 @@
 import type { Context } from '../lib/context.ts';
 import { loadTest, type MeasuredHttp } from '../lib/load-test.ts';
-import { freePort, sampleRss, spawnTs, waitForHttp } from '../lib/procs.ts';
+import { freePort, sampleRss, spawnJs, waitForHttp } from '../lib/procs.ts';
 
-/** B1: bare Fastify hello-world (bench/baselines/b1-server.ts) in its own process, same connections as P1. */
+/** B1: bare Fastify hello-world (bench/baselines/b1-server.mjs, plain node) in its own process, same connections as P1. */
 export async function runB1(
   ctx: Context,
 ): Promise<MeasuredHttp & { what: string; pid: number; memory: { peakRssMB: number } }> {
   const port = await freePort();
-  const proc = spawnTs(
+  const proc = spawnJs(
     'b1-fastify',
-    'bench/baselines/b1-server.ts',
-    { PORT: String(port), NODE_ENV: 'production' },
+    ['bench/baselines/b1-server.mjs', String(port)],
+    { NODE_ENV: 'production' },
     ctx.logDir,
   );
   try {
@@ -24,7 +24,7 @@ export async function runB1(
       what: 'bare Fastify hello-world, GET /hello → {"hello":"world"}',
       pid: proc.pid,
       ...r,
-      // For P7's context: the same runtime (node + tsx + fastify) under the same load.
+      // For P7's context: the same runtime (plain node + fastify) under the same load.
       memory: { peakRssMB: Math.round((mem.peakRssBytes / 2 ** 20) * 10) / 10 },
     };
   } finally {

@@ -3,7 +3,7 @@ import { Queue } from 'bullmq';
 import { Redis } from 'ioredis';
 import { type CpuUsage, cpuMeter } from './cpu.ts';
 import { REDIS_URL } from './infra.ts';
-import { type Child, freePort, sleep, spawnTs, waitForHttp } from './procs.ts';
+import { type Child, freePort, sleep, spawnApp, waitForHttp } from './procs.ts';
 import { type Profile, productSettings } from './profile.ts';
 
 /** Seeded agents with a role in the scenarios. */
@@ -59,7 +59,7 @@ export function vouchEnv(ctx: Context): Record<string, string> {
   };
 }
 
-/** Starts apps/api/src/main.ts with VOUCH_ROLE=api (no worker inside), AUTH off, on a free port. */
+/** Starts the API (bundled, as `npm start` runs it) with VOUCH_ROLE=api (no worker inside), AUTH off, on a free port. */
 export async function startApi(ctx: Context, name: string, options: { rateLimit: 'on' | 'off' }): Promise<RunningApi> {
   const port = await freePort();
   const env: Record<string, string> = {
@@ -82,13 +82,13 @@ export async function startApi(ctx: Context, name: string, options: { rateLimit:
     }),
   };
   ctx.envs[name] = env;
-  const proc = spawnTs(name, 'apps/api/src/main.ts', env, ctx.logDir);
+  const proc = await spawnApp(name, 'api', env, ctx.logDir);
   const base = `http://127.0.0.1:${port}`;
   await waitForHttp(`${base}/health`, proc, 90_000);
   return { proc, base, env };
 }
 
-/** Starts apps/worker/src/main.ts (all queues) and waits until its BullMQ workers are connected. */
+/** Starts the worker (bundled, as `npm run start:worker` runs it; all queues) and waits until its BullMQ workers are connected. */
 export async function startWorker(ctx: Context, name: string): Promise<Child> {
   const before = { scores: await workerCount(ctx.prefix, 'scores'), checks: await workerCount(ctx.prefix, 'checks') };
   const env = {
@@ -97,7 +97,7 @@ export async function startWorker(ctx: Context, name: string): Promise<Child> {
     SHUTDOWN_TIMEOUT_MS: '5000',
   };
   ctx.envs[name] = env;
-  const proc = spawnTs(name, 'apps/worker/src/main.ts', env, ctx.logDir);
+  const proc = await spawnApp(name, 'worker', env, ctx.logDir);
   const deadline = Date.now() + 60_000;
   while (Date.now() < deadline) {
     if (proc.child.exitCode !== null) throw new Error(`${name} exited at start; its output:\n${proc.tail()}`);

@@ -1,6 +1,7 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { createWriteStream, readFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { buildAll } from '../../scripts/build.ts';
 import { onCleanup, trackPid, untrackPid } from './cleanup.ts';
 
 export const REPO_ROOT = new URL('../../', import.meta.url).pathname;
@@ -32,12 +33,35 @@ export interface Child {
 
 /** Starts a TypeScript entry point (`node --import tsx <entry>`) with exactly `env` (plus PATH and friends). */
 export function spawnTs(name: string, entry: string, env: Record<string, string>, logDir: string): Child {
-  const child = spawn(process.execPath, ['--import', 'tsx', entry], {
+  return spawnNode(name, ['--import', 'tsx', entry], env, logDir);
+}
+
+let built: Promise<void> | undefined;
+
+/** Starts an app as `npm start` / `npm run start:worker` run it: bundled (scripts/build.ts, once), plain node. */
+export async function spawnApp(
+  name: string,
+  app: 'api' | 'worker',
+  env: Record<string, string>,
+  logDir: string,
+): Promise<Child> {
+  built ??= buildAll();
+  await built;
+  return spawnNode(name, ['--enable-source-maps', `apps/${app}/dist/main.js`], env, logDir);
+}
+
+/** Starts a JavaScript file with plain node: `node <file> ...args`. */
+export function spawnJs(name: string, fileAndArgs: string[], env: Record<string, string>, logDir: string): Child {
+  return spawnNode(name, fileAndArgs, env, logDir);
+}
+
+function spawnNode(name: string, args: string[], env: Record<string, string>, logDir: string): Child {
+  const child = spawn(process.execPath, args, {
     cwd: REPO_ROOT,
     env: { ...baseEnv(), ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
-  if (!child.pid) throw new Error(`could not start ${name} (${entry})`);
+  if (!child.pid) throw new Error(`could not start ${name} (${args.join(' ')})`);
   const pid = child.pid;
   trackPid(pid);
   const logFile = join(logDir, `${name}.log`);

@@ -1,5 +1,6 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { createServer } from 'node:net';
+import { buildAll } from '../../scripts/build.ts';
 
 export async function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {
@@ -21,9 +22,20 @@ export interface Spawned {
   exited: Promise<number | null>;
 }
 
-/** Starts a TypeScript entry point of this repo as a real process. */
-export function spawnEntry(entry: string, env: Record<string, string>): Spawned {
-  return spawnCommand(process.execPath, ['--import', 'tsx', entry], { ...process.env, LOG_LEVEL: 'info', ...env });
+let built: Promise<void> | undefined;
+
+/**
+ * Starts an app the way `npm start` / `npm run start:worker` do: bundled by
+ * scripts/build.ts (once per test process) and run with plain node.
+ */
+export async function spawnBuilt(app: 'api' | 'worker', env: Record<string, string>): Promise<Spawned> {
+  built ??= buildAll();
+  await built;
+  return spawnCommand(process.execPath, ['--enable-source-maps', `apps/${app}/dist/main.js`], {
+    ...process.env,
+    LOG_LEVEL: 'info',
+    ...env,
+  });
 }
 
 /** Starts a command from the repo root, collecting its output. */

@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { failureEnvelope } from '../../../packages/schemas/src/index.ts';
-import { freePort, type Spawned, spawnEntry, waitForHttp } from '../../../test/support/process.ts';
+import { freePort, type Spawned, spawnBuilt, waitForHttp } from '../../../test/support/process.ts';
 import { dropPrefix, redisAvailable, TEST_REDIS_URL, testPrefix } from '../../../test/support/redis.ts';
 
 // Two API replicas as real processes, one Redis: a client's limit is one budget across both.
@@ -20,7 +20,7 @@ describe.runIf(await redisAvailable())('two API processes sharing one Redis-back
       const port = await freePort();
       bases.push(`http://127.0.0.1:${port}`);
       servers.push(
-        spawnEntry('apps/api/src/main.ts', {
+        await spawnBuilt('api', {
           PORT: String(port),
           DATA_DIR: dataDir,
           DATABASE_URL: '',
@@ -85,7 +85,7 @@ describe('start-up in production', () => {
   it('refuses to start without ADMIN_API_KEY, saying why', async () => {
     const dataDir = mkdtempSync(join(tmpdir(), 'vouch-prod-'));
     try {
-      const server = spawnEntry('apps/api/src/main.ts', {
+      const server = await spawnBuilt('api', {
         PORT: String(await freePort()),
         DATA_DIR: dataDir,
         DATABASE_URL: '',

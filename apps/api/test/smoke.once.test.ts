@@ -2,7 +2,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { freePort, type Spawned, spawnEntry, waitForHttp } from '../../../test/support/process.ts';
+import { freePort, type Spawned, spawnBuilt, waitForHttp } from '../../../test/support/process.ts';
 import { dropPrefix, redisAvailable, TEST_REDIS_URL, testPrefix } from '../../../test/support/redis.ts';
 
 // `npm start` on a bare machine: the embedded server as a real process over real HTTP.
@@ -15,7 +15,7 @@ describe('embedded server (PGlite) as a process', () => {
     dataDir = mkdtempSync(join(tmpdir(), 'vouch-smoke-'));
     const port = await freePort();
     base = `http://127.0.0.1:${port}`;
-    server = spawnEntry('apps/api/src/main.ts', {
+    server = await spawnBuilt('api', {
       PORT: String(port),
       DATA_DIR: dataDir,
       DATABASE_URL: '',
@@ -71,7 +71,7 @@ describe.runIf(await redisAvailable())('embedded server with Redis as a process'
     dataDir = mkdtempSync(join(tmpdir(), 'vouch-smoke-redis-'));
     const port = await freePort();
     base = `http://127.0.0.1:${port}`;
-    server = spawnEntry('apps/api/src/main.ts', {
+    server = await spawnBuilt('api', {
       PORT: String(port),
       DATA_DIR: dataDir,
       DATABASE_URL: '',

@@ -2,7 +2,7 @@ import { afterEach, beforeEach, describe, expect, inject, it } from 'vitest';
 import { createServices, type Services } from '../../../packages/core/src/index.ts';
 import { createBullmqRunner, type JobRunner } from '../../../packages/jobs/src/index.ts';
 import { createTestDatabase } from '../../../test/support/db.ts';
-import { type Spawned, spawnEntry } from '../../../test/support/process.ts';
+import { type Spawned, spawnBuilt } from '../../../test/support/process.ts';
 import { dropPrefix, redisAvailable, TEST_REDIS_URL, testPrefix } from '../../../test/support/redis.ts';
 import { SEEDED_SCORE, seedScoredAgents } from '../../../test/support/seed.ts';
 
@@ -30,17 +30,19 @@ describe.runIf(runnable)('two worker processes', () => {
     prefix = testPrefix();
     runner = createBullmqRunner({ redisUrl: TEST_REDIS_URL, prefix, waitMs: 120_000 });
     services = createServices({ db: database.db, jobs: runner, recomputeChunkSize: 50 });
-    workers = [1, 2].map(() =>
-      spawnEntry('apps/worker/src/main.ts', {
-        DATABASE_URL: database.url as string,
-        REDIS_URL: TEST_REDIS_URL,
-        BULLMQ_PREFIX: prefix,
-        WORKER_CONCURRENCY: '2',
-        LOG_LEVEL: 'debug',
-        // A killed worker's jobs come back after the lock lapses.
-        WORKER_LOCK_DURATION_MS: '2000',
-        WORKER_STALLED_INTERVAL_MS: '1000',
-      }),
+    workers = await Promise.all(
+      [1, 2].map(() =>
+        spawnBuilt('worker', {
+          DATABASE_URL: database.url as string,
+          REDIS_URL: TEST_REDIS_URL,
+          BULLMQ_PREFIX: prefix,
+          WORKER_CONCURRENCY: '2',
+          LOG_LEVEL: 'debug',
+          // A killed worker's jobs come back after the lock lapses.
+          WORKER_LOCK_DURATION_MS: '2000',
+          WORKER_STALLED_INTERVAL_MS: '1000',
+        }),
+      ),
     );
     await Promise.all(workers.map((w) => waitForOutput(w, 'workers started')));
   }, 90_000);

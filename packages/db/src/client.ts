@@ -1,8 +1,7 @@
 import { mkdirSync } from 'node:fs';
-import { PGlite } from '@electric-sql/pglite';
 import { Kysely, PostgresDialect, sql } from 'kysely';
-import { PGliteDialect } from 'kysely-pglite-dialect';
 import pg from 'pg';
+import { LazyPgliteDialect } from './pglite.ts';
 import type { DB } from './schema.ts';
 
 export type DatabaseDriver = 'postgres' | 'pglite';
@@ -122,8 +121,8 @@ async function listenPostgres(connectionString: string, channel: string, handler
 
 function createPglite(dataDir: string): Database {
   if (!dataDir.startsWith('memory://')) mkdirSync(dataDir, { recursive: true });
-  const client = new PGlite(dataDir);
-  const db = new Kysely<DB>({ dialect: new PGliteDialect(client) });
+  const dialect = new LazyPgliteDialect(dataDir);
+  const db = new Kysely<DB>({ dialect });
   return {
     db,
     driver: 'pglite',
@@ -132,6 +131,7 @@ function createPglite(dataDir: string): Database {
     },
     // One process owns the embedded database, so its notifications are never missed.
     listen: async (channel, handlers) => {
+      const client = await dialect.client();
       const unsubscribe = await client.listen(channel, (payload) => handlers.onNotify(payload));
       handlers.onReady?.();
       return { close: () => unsubscribe() };

@@ -1,4 +1,4 @@
-import { freePort, type Spawned, spawnEntry, waitForHttp } from '../../support/process.ts';
+import { freePort, type Spawned, spawnBuilt, waitForHttp } from '../../support/process.ts';
 
 export type { Spawned };
 
@@ -47,10 +47,10 @@ export interface ApiProcess {
   port: number;
 }
 
-/** Starts the API (apps/api/src/main.ts) as a real process and waits until it answers HTTP. */
+/** Starts the API (apps/api/src/main.ts, bundled as `npm start` runs it) as a real process and waits until it answers HTTP. */
 export async function startApi(env: Record<string, string>): Promise<ApiProcess> {
   const port = await freePort();
-  const spawned = spawnEntry('apps/api/src/main.ts', {
+  const spawned = await spawnBuilt('api', {
     PORT: String(port),
     MIGRATE_ON_START: 'false',
     LOG_LEVEL: 'info',
@@ -61,9 +61,9 @@ export async function startApi(env: Record<string, string>): Promise<ApiProcess>
   return { spawned, base, port };
 }
 
-/** Starts a queue worker (apps/worker/src/main.ts) and waits until its workers run. */
+/** Starts a queue worker (bundled, as `npm run start:worker` runs it) and waits until its workers run. */
 export async function startWorker(env: Record<string, string>): Promise<Spawned> {
-  const spawned = spawnEntry('apps/worker/src/main.ts', { LOG_LEVEL: 'debug', ...env });
+  const spawned = await spawnBuilt('worker', { LOG_LEVEL: 'debug', ...env });
   await waitForOutput(spawned, 'workers started', 90_000);
   return spawned;
 }

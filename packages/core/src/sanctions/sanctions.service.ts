@@ -1,12 +1,26 @@
+import { existsSync } from 'node:fs';
 import { readdir, readFile } from 'node:fs/promises';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { type DB, type Kysely, sql } from '@vouch/db';
 import { type Clock, toUnixSeconds } from '../shared/clock.ts';
 import { diffSnapshots, evmAddressesOf, parseSdnAdvancedXml, unionLists } from './sanctions.model.ts';
 import * as repo from './sanctions.repository.ts';
 
-/** The OFAC lists shipped with Vouch (see docs/checks.md for their source and date). */
-export const BUNDLED_SANCTIONS_DIR = new URL('../../../../data/sanctions/', import.meta.url).pathname;
+/**
+ * The OFAC lists shipped with Vouch (see docs/checks.md for their source and date): the
+ * `data/sanctions` directory of the repository, found upwards from this module, which
+ * runs from its source file or from a bundle under `apps/<app>/dist`.
+ */
+export const BUNDLED_SANCTIONS_DIR = findUp(dirname(fileURLToPath(import.meta.url)), join('data', 'sanctions'));
+
+function findUp(from: string, target: string): string {
+  for (let dir = from; ; dir = dirname(dir)) {
+    const candidate = join(dir, target);
+    if (existsSync(candidate)) return candidate;
+    if (dirname(dir) === dir) return join(from, target);
+  }
+}
 export const BUNDLED_SNAPSHOT_DATE = '2024-09-27';
 const SOURCE_NAME = 'OFAC SDN digital currency addresses';
 /** Advisory lock key serializing snapshot imports. */

@@ -1,0 +1,72 @@
+/**
+ * Bundles each process's entry point with the workspace packages it uses (@vouch/*) into
+ * `apps/<app>/dist/main.js`. Third-party packages stay external and load from node_modules
+ * as usual. `npm start` and the start:* scripts build before starting (a fraction of a
+ * second); the container image builds once. Running the bundle instead of transpiling
+ * TypeScript at run time keeps the processes lean (docs/architecture.md, "Build").
+ */
+import { mkdirSync, renameSync, writeFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { build, type Plugin } from 'esbuild';
+
+export const REPO_ROOT = join(dirname(fileURLToPath(import.meta.url)), '..');
+
+/** App → its entry point (relative to the repository root), bundled to apps/<app>/dist/main.js. */
+export const ENTRIES = {
+  api: 'apps/api/src/main.ts',
+  worker: 'apps/worker/src/main.ts',
+} as const;
+
+/** Our packages are bundled; third-party ones stay external (some read files next to their modules). */
+const workspaceOnly: Plugin = {
+  name: 'bundle-workspace-only',
+  setup(b) {
+    b.onResolve({ filter: /^[^./]/ }, (args) =>
+      args.path.startsWith('@vouch/') || args.path.startsWith('node:')
+        ? undefined
+        : { path: args.path, external: true },
+    );
+  },
+};
+
+/**
+ * Builds every entry. Files are written to a temporary name and renamed, so a process
+ * starting while another build runs (parallel test files) never loads half a file.
+ */
+export async function buildAll(): Promise<void> {
+  await Promise.all(Object.entries(ENTRIES).map(([app, entry]) => buildApp(app, entry)));
+}
+
+async function buildApp(app: string, entry: string): Promise<void> {
+  const outdir = join(REPO_ROOT, 'apps', app, 'dist');
+  const result = await build({
+    absWorkingDir: REPO_ROOT,
+    entryPoints: { main: entry },
+    outdir,
+    bundle: true,
+    platform: 'node',
+    format: 'esm',
+    target: 'node20',
+    sourcemap: 'linked',
+    logLevel: 'warning',
+    write: false,
+    plugins: [workspaceOnly],
+  });
+  for (const file of result.outputFiles) {
+    mkdirSync(dirname(file.path), { recursive: true });
+    const temporary = `${file.path}.${process.pid}.tmp`;
+    writeFileSync(temporary, file.contents);
+    renameSync(temporary, file.path);
+  }
+}
+
+if (process.argv[1] && fileURLToPath(import.meta.url) === process.argv[1]) {
+  const started = performance.now();
+  await buildAll();
+  console.log(
+    `built ${Object.keys(ENTRIES)
+      .map((app) => `apps/${app}/dist`)
+      .join(', ')} in ${Math.round(performance.now() - started)} ms`,
+  );
+}
