@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Services } from '@vouch/core';
 import type { Queue } from 'bullmq';
-import Fastify, { type FastifyBaseLogger } from 'fastify';
+import Fastify, { type FastifyBaseLogger, LogController } from 'fastify';
 import { validatorCompiler, type ZodTypeProvider } from 'fastify-type-provider-zod';
 import { type EdgeDeps, edgePlugin } from './edge.ts';
 import { errorsPlugin } from './plugins/errors.ts';
@@ -38,7 +38,12 @@ export async function buildApp(deps: AppDeps) {
       const sent = req.headers['x-request-id'];
       return typeof sent === 'string' && REQUEST_ID_RE.test(sent) ? sent : randomUUID();
     },
-    requestIdLogLabel: 'requestId',
+    logController: new LogController({
+      requestIdLogLabel: 'requestId',
+      // The per-request "incoming request"/"request completed" lines are info; below that
+      // level they are skipped outright instead of being built for a logger that drops them.
+      disableRequestLogging: !deps.logger || !['trace', 'debug', 'info'].includes(deps.logger.level),
+    }),
     return503OnClosing: true,
   }).withTypeProvider<ZodTypeProvider>();
 
