@@ -38,6 +38,19 @@ export async function buildAll(): Promise<void> {
   await Promise.all(Object.entries(ENTRIES).map(([app, entry]) => buildApp(app, entry)));
 }
 
+let built: Promise<void> | undefined;
+
+/** Builds once per process (for tests and the benchmark, which start the bundles). */
+export function ensureBuilt(): Promise<void> {
+  built ??= buildAll();
+  return built;
+}
+
+/** The node arguments that run an app's bundle, as the start scripts of package.json do. */
+export function bundleArgs(app: keyof typeof ENTRIES): string[] {
+  return ['--enable-source-maps', `apps/${app}/dist/main.js`];
+}
+
 async function buildApp(app: string, entry: string): Promise<void> {
   const outdir = join(REPO_ROOT, 'apps', app, 'dist');
   const result = await build({

@@ -1,7 +1,7 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { createWriteStream, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { buildAll } from '../../scripts/build.ts';
+import { bundleArgs, ensureBuilt } from '../../scripts/build.ts';
 import { onCleanup, trackPid, untrackPid } from './cleanup.ts';
 
 export const REPO_ROOT = new URL('../../', import.meta.url).pathname;
@@ -36,8 +36,6 @@ export function spawnTs(name: string, entry: string, env: Record<string, string>
   return spawnNode(name, ['--import', 'tsx', entry], env, logDir);
 }
 
-let built: Promise<void> | undefined;
-
 /** Starts an app as `npm start` / `npm run start:worker` run it: bundled (scripts/build.ts, once), plain node. */
 export async function spawnApp(
   name: string,
@@ -45,9 +43,8 @@ export async function spawnApp(
   env: Record<string, string>,
   logDir: string,
 ): Promise<Child> {
-  built ??= buildAll();
-  await built;
-  return spawnNode(name, ['--enable-source-maps', `apps/${app}/dist/main.js`], env, logDir);
+  await ensureBuilt();
+  return spawnNode(name, bundleArgs(app), env, logDir);
 }
 
 /** Starts a JavaScript file with plain node: `node <file> ...args`. */

@@ -1,6 +1,9 @@
 import { type ChildProcess, spawn } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { createServer } from 'node:net';
-import { buildAll } from '../../scripts/build.ts';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { bundleArgs, ensureBuilt } from '../../scripts/build.ts';
 
 export async function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {
@@ -22,20 +25,46 @@ export interface Spawned {
   exited: Promise<number | null>;
 }
 
-let built: Promise<void> | undefined;
-
 /**
  * Starts an app the way `npm start` / `npm run start:worker` do: bundled by
  * scripts/build.ts (once per test process) and run with plain node.
  */
 export async function spawnBuilt(app: 'api' | 'worker', env: Record<string, string>): Promise<Spawned> {
-  built ??= buildAll();
-  await built;
-  return spawnCommand(process.execPath, ['--enable-source-maps', `apps/${app}/dist/main.js`], {
+  await ensureBuilt();
+  return spawnCommand(process.execPath, bundleArgs(app), {
     ...process.env,
     LOG_LEVEL: 'info',
     ...env,
   });
+}
+
+export interface EmbeddedApi {
+  server: Spawned;
+  base: string;
+  /** SIGKILLs the process (if it still runs) and removes its data directory. */
+  remove(): void;
+}
+
+/**
+ * The API bundle on the embedded database (PGlite) in a fresh temporary directory, on a
+ * free port, started with `env` and answering `readyPath`.
+ */
+export async function startEmbeddedApi(env: Record<string, string>, readyPath = '/health'): Promise<EmbeddedApi> {
+  const dataDir = mkdtempSync(join(tmpdir(), 'vouch-api-'));
+  const port = await freePort();
+  const base = `http://127.0.0.1:${port}`;
+  const server = await spawnBuilt('api', { PORT: String(port), DATA_DIR: dataDir, DATABASE_URL: '', ...env });
+  const remove = () => {
+    if (server.child.exitCode === null && server.child.signalCode === null) server.child.kill('SIGKILL');
+    rmSync(dataDir, { recursive: true, force: true });
+  };
+  try {
+    await waitForHttp(`${base}${readyPath}`, server);
+  } catch (error) {
+    remove();
+    throw error;
+  }
+  return { server, base, remove };
 }
 
 /** Starts a command from the repo root, collecting its output. */

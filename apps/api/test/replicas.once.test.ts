@@ -3,38 +3,37 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { failureEnvelope } from '../../../packages/schemas/src/index.ts';
-import { freePort, type Spawned, spawnBuilt, waitForHttp } from '../../../test/support/process.ts';
+import {
+  type EmbeddedApi,
+  freePort,
+  type Spawned,
+  spawnBuilt,
+  startEmbeddedApi,
+} from '../../../test/support/process.ts';
 import { dropPrefix, redisAvailable, TEST_REDIS_URL, testPrefix } from '../../../test/support/redis.ts';
 
 // Two API replicas as real processes, one Redis: a client's limit is one budget across both.
 describe.runIf(await redisAvailable())('two API processes sharing one Redis-backed limit', () => {
   const prefix = testPrefix();
-  const dirs: string[] = [];
+  const apis: EmbeddedApi[] = [];
   const servers: Spawned[] = [];
   const bases: string[] = [];
 
   beforeAll(async () => {
-    for (let i = 0; i < 2; i++) {
-      const dataDir = mkdtempSync(join(tmpdir(), `vouch-replica-${i}-`));
-      dirs.push(dataDir);
-      const port = await freePort();
-      bases.push(`http://127.0.0.1:${port}`);
-      servers.push(
-        await spawnBuilt('api', {
-          PORT: String(port),
-          DATA_DIR: dataDir,
-          DATABASE_URL: '',
-          REDIS_URL: TEST_REDIS_URL,
-          BULLMQ_PREFIX: prefix,
-          VOUCH_ROLE: 'api',
-          NODE_ENV: 'development',
-          AUTH: '',
-          RATE_LIMIT: 'on',
-          RATE_LIMIT_DEFAULT: '5',
-        }),
-      );
+    const env = {
+      REDIS_URL: TEST_REDIS_URL,
+      BULLMQ_PREFIX: prefix,
+      VOUCH_ROLE: 'api',
+      NODE_ENV: 'development',
+      AUTH: '',
+      RATE_LIMIT: 'on',
+      RATE_LIMIT_DEFAULT: '5',
+    };
+    apis.push(...(await Promise.all([startEmbeddedApi(env), startEmbeddedApi(env)])));
+    for (const api of apis) {
+      servers.push(api.server);
+      bases.push(api.base);
     }
-    await Promise.all(servers.map((server, i) => waitForHttp(`${bases[i]}/health`, server)));
     // Ready means the limiter's Redis connection is up, so the shared counter is what answers.
     for (const base of bases) {
       const deadline = Date.now() + 15_000;
@@ -46,8 +45,7 @@ describe.runIf(await redisAvailable())('two API processes sharing one Redis-back
   }, 120_000);
 
   afterAll(async () => {
-    for (const server of servers) server.child.kill('SIGKILL');
-    for (const dir of dirs) rmSync(dir, { recursive: true, force: true });
+    for (const api of apis) api.remove();
     await dropPrefix(prefix);
   });
 

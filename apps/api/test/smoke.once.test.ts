@@ -1,33 +1,19 @@
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { freePort, type Spawned, spawnBuilt, waitForHttp } from '../../../test/support/process.ts';
+import { type EmbeddedApi, type Spawned, startEmbeddedApi } from '../../../test/support/process.ts';
 import { dropPrefix, redisAvailable, TEST_REDIS_URL, testPrefix } from '../../../test/support/redis.ts';
 
 // `npm start` on a bare machine: the embedded server as a real process over real HTTP.
 describe('embedded server (PGlite) as a process', () => {
-  let dataDir: string;
+  let api: EmbeddedApi;
   let base: string;
   let server: Spawned;
 
   beforeAll(async () => {
-    dataDir = mkdtempSync(join(tmpdir(), 'vouch-smoke-'));
-    const port = await freePort();
-    base = `http://127.0.0.1:${port}`;
-    server = await spawnBuilt('api', {
-      PORT: String(port),
-      DATA_DIR: dataDir,
-      DATABASE_URL: '',
-      REDIS_URL: '',
-    });
-    await waitForHttp(`${base}/api/agents`, server);
+    api = await startEmbeddedApi({ REDIS_URL: '' }, '/api/agents');
+    ({ base, server } = api);
   }, 90_000);
 
-  afterAll(() => {
-    server?.child.kill('SIGKILL');
-    rmSync(dataDir, { recursive: true, force: true });
-  });
+  afterAll(() => api?.remove());
 
   it('serves the API over HTTP and keeps data on disk', async () => {
     const address = '0x52908400098527886e0f7030069857d2e4169ee7';
@@ -62,28 +48,18 @@ describe('embedded server (PGlite) as a process', () => {
 
 // `npm start` with REDIS_URL: the API and a worker in one process, jobs on BullMQ.
 describe.runIf(await redisAvailable())('embedded server with Redis as a process', () => {
-  let dataDir: string;
+  let api: EmbeddedApi;
   let base: string;
   let server: Spawned;
   const prefix = testPrefix();
 
   beforeAll(async () => {
-    dataDir = mkdtempSync(join(tmpdir(), 'vouch-smoke-redis-'));
-    const port = await freePort();
-    base = `http://127.0.0.1:${port}`;
-    server = await spawnBuilt('api', {
-      PORT: String(port),
-      DATA_DIR: dataDir,
-      DATABASE_URL: '',
-      REDIS_URL: TEST_REDIS_URL,
-      BULLMQ_PREFIX: prefix,
-    });
-    await waitForHttp(`${base}/api/agents`, server);
+    api = await startEmbeddedApi({ REDIS_URL: TEST_REDIS_URL, BULLMQ_PREFIX: prefix }, '/api/agents');
+    ({ base, server } = api);
   }, 90_000);
 
   afterAll(async () => {
-    server?.child.kill('SIGKILL');
-    rmSync(dataDir, { recursive: true, force: true });
+    api?.remove();
     await dropPrefix(prefix);
   });
 

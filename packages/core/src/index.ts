@@ -36,8 +36,4 @@ export * from './shared/errors.ts';
 export { createTransactionsService, type TransactionsService } from './transactions/transactions.service.ts';
 export { type ChainReader, createChainReader } from './verification/chain.ts';
 export * from './verification/verification.model.ts';
-export {
-  createVerificationService,
-  type VerificationResult,
-  type VerificationService,
-} from './verification/verification.service.ts';
+export { createVerificationService, type VerificationService } from './verification/verification.service.ts';

@@ -1,5 +1,6 @@
 /** The 8 checks of a verification run and the status their count gives. */
 import { checkKeys } from '@vouch/schemas';
+import type { Grade } from '../agents/agents.model.ts';
 
 export { checkKeys };
 export type CheckKey = (typeof checkKeys)[number];
@@ -148,4 +149,17 @@ export function evaluateChecks(
         ? { passed: true, detail: `score ${facts.score} ≥ ${t.minScore}` }
         : { passed: false, detail: `score ${facts.score} < ${t.minScore}` },
   };
+}
+
+/** What a verification found, as answered and stored. */
+export interface VerificationResult {
+  address: string;
+  status: VerificationStatus;
+  grade: Grade;
+  score: number;
+  checks: Record<CheckKey, boolean>;
+  checkDetails: Record<CheckKey, string>;
+  passed: number;
+  total: number;
+  verifiedAt: number;
 }

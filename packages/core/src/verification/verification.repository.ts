@@ -1,5 +1,6 @@
 import { type DB, type Kysely, sql } from '@vouch/db';
 import { activeSnapshotQuery, type Screening, screeningRows } from '../sanctions/sanctions.repository.ts';
+import type { VerificationResult } from './verification.model.ts';
 
 type Executor = Kysely<DB>;
 
@@ -51,30 +52,19 @@ export function readVerificationFacts(db: Executor, address: string, since: Date
 
 export type VerificationFactsRow = Awaited<ReturnType<typeof readVerificationFacts>>;
 
-export interface VerificationValues {
-  agent: string;
-  status: string;
-  passed: number;
-  total: number;
-  score: number;
-  grade: string;
-  checks: Record<string, boolean>;
-  checkDetails: Record<string, string>;
-}
-
 /**
  * Stores the screenings a verification made and the verification itself in one statement
  * (one commit): both are kept or neither is.
  */
 export async function insertVerification(
   db: Executor,
-  v: { screenings: Screening[]; snapshotId: string | null; verification: VerificationValues; now: Date },
+  v: { screenings: Screening[]; snapshotId: string | null; verification: VerificationResult; now: Date },
 ): Promise<void> {
   await db
     .with('s', (qc) => qc.insertInto('sanctions_screenings').values(screeningRows(v.screenings, v.snapshotId, v.now)))
     .insertInto('verifications')
     .values({
-      agent: v.verification.agent,
+      agent: v.verification.address,
       status: v.verification.status,
       passed: v.verification.passed,
       total: v.verification.total,

@@ -7,22 +7,11 @@ import {
   checkKeys,
   evaluateChecks,
   statusFor,
+  type VerificationResult,
   type VerificationStatus,
   type VerificationThresholds,
 } from './verification.model.ts';
 import * as repo from './verification.repository.ts';
-
-export interface VerificationResult {
-  address: string;
-  status: VerificationStatus;
-  grade: Grade;
-  score: number;
-  checks: Record<CheckKey, boolean>;
-  checkDetails: Record<CheckKey, string>;
-  passed: number;
-  total: number;
-  verifiedAt: number;
-}
 
 export interface VerificationDeps {
   db: Kysely<DB>;
@@ -88,16 +77,7 @@ export function createVerificationService({ db, clock, chain, thresholds }: Veri
       await repo.insertVerification(db, {
         screenings: screened.map((r) => ({ ...r, sanctioned: r.lists.length > 0 })),
         snapshotId: facts.snapshot_id,
-        verification: {
-          agent: address,
-          status: result.status,
-          passed,
-          total: result.total,
-          score,
-          grade: result.grade,
-          checks,
-          checkDetails,
-        },
+        verification: result,
         now,
       });
       return result;
