@@ -1,5 +1,5 @@
 import { hostname } from 'node:os';
-import { applyHeapGrowth, checksOptions, databaseOptions } from '@vouch/config';
+import { checksOptions, databaseOptions, disablePretenuring } from '@vouch/config';
 import { createReadCache, createServices } from '@vouch/core';
 import { createDatabase, migrateToLatest } from '@vouch/db';
 import { createBullmqRunner, createInProcessRunner, type JobRunner, queueNames } from '@vouch/jobs';
@@ -11,7 +11,7 @@ import { loadApiConfig } from './config.ts';
 import { edgeDeps } from './edge-config.ts';
 
 const config = loadApiConfig();
-applyHeapGrowth(config.HEAP_GROWTH_PERCENT);
+disablePretenuring();
 const logger = pino({
   level: config.LOG_LEVEL,
   base: { pid: process.pid, role: config.VOUCH_ROLE },

@@ -1,5 +1,5 @@
 import { hostname } from 'node:os';
-import { applyHeapGrowth, checksOptions, databaseOptions } from '@vouch/config';
+import { checksOptions, databaseOptions, disablePretenuring } from '@vouch/config';
 import { createServices } from '@vouch/core';
 import { createDatabase } from '@vouch/db';
 import pino from 'pino';
@@ -8,7 +8,7 @@ import { createProcessors } from './processors/index.ts';
 import { startWorkers } from './worker-manager.ts';
 
 const config = loadWorkerConfig();
-applyHeapGrowth(config.HEAP_GROWTH_PERCENT);
+disablePretenuring();
 const logger = pino({ level: config.LOG_LEVEL, base: { pid: process.pid, role: 'worker' } });
 const workerId = `${hostname()}:${process.pid}`;
 

@@ -33,8 +33,6 @@ export const sharedEnv = {
   REDIS_URL: optionalString,
   DB_POOL_MAX: positiveInt(10),
   DB_CONNECTION_TIMEOUT_MS: positiveInt(1000),
-  /** Old-generation growth over the live heap before a full collection, in percent; 0 = V8's heuristic (docs/architecture.md). */
-  HEAP_GROWTH_PERCENT: z.coerce.number().int().min(0).max(400).default(50),
   MIGRATE_ON_START: z
     .enum(['true', 'false'])
     .default('true')
@@ -42,7 +40,7 @@ export const sharedEnv = {
   ...checksEnv,
 };
 
-export { applyHeapGrowth } from './heap.ts';
+export { disablePretenuring } from './pretenuring.ts';
 export { optionalString, positiveInt };
 
 type ChecksConfig = { [K in keyof typeof checksEnv]: z.output<(typeof checksEnv)[K]> };
