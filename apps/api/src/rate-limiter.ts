@@ -28,7 +28,8 @@ export interface RateDecision {
 
 export interface RateLimiter {
   readonly store: 'redis' | 'memory';
-  consume(bucket: RateBucket, client: string): Promise<RateDecision>;
+  /** Synchronous when this process already holds leased points for the client (no Redis round trip). */
+  consume(bucket: RateBucket, client: string): RateDecision | Promise<RateDecision>;
   /** Rejects when the shared store does not answer; null when there is none. */
   ping: (() => Promise<void>) | null;
   close(): Promise<void>;
@@ -95,31 +96,67 @@ export function createRateLimiter(options: RateLimitOptions): RateLimiter {
       return [bucket, { limiter, points }] as const;
     }),
   );
+  // Shared counters are taken from Redis a few points at a time (leases, see `leaseSize`);
+  // per-process counters have nothing to save.
+  const leases = client ? new Map<string, Lease>() : null;
+
+  /** Counts `want` points in the store (Redis, or the per-process insurance while Redis is away). */
+  async function fromStore(
+    entry: { limiter: RateLimiterRedis | RateLimiterMemory; points: number },
+    id: string,
+    key: string,
+    startedAt: number,
+    want: number,
+  ): Promise<RateDecision> {
+    const limit = entry.points;
+    let res: RateLimiterRes;
+    try {
+      res = await entry.limiter.consume(key, want);
+    } catch (error) {
+      // A refusal arrives as a RateLimiterRes; anything else is a failure of both stores.
+      if (!(error instanceof RateLimiterRes)) throw error;
+      res = error;
+    }
+    // The counter before this increment says how much of `want` was still within the limit.
+    const before = res.consumedPoints - want;
+    const granted = Math.max(0, Math.min(want, limit - before));
+    const expiresAt = startedAt + res.msBeforeNext;
+    let lease = leases?.get(id);
+    if (leases) {
+      if (lease && lease.expiresAt > startedAt) {
+        lease.unused += Math.max(0, granted - 1);
+        lease.counted = Math.max(lease.counted, before + granted);
+      } else {
+        lease = { unused: Math.max(0, granted - 1), counted: before + granted, expiresAt };
+        leases.delete(id);
+        leases.set(id, lease);
+        if (leases.size > MAX_TRACKED_CLIENTS) leases.delete(leases.keys().next().value as string);
+      }
+    }
+    return decision(
+      granted > 0,
+      limit,
+      lease ?? { unused: 0, counted: before + granted, expiresAt },
+      startedAt,
+      duration,
+    );
+  }
 
   return {
     store: client ? 'redis' : 'memory',
 
-    async consume(bucket, key) {
+    consume(bucket, key) {
       const entry = limiters.get(bucket) ?? limiters.get('default');
       if (!entry) throw new Error(`no rate limit for bucket ${bucket}`);
-      let res: RateLimiterRes;
-      let allowed = true;
-      try {
-        res = await entry.limiter.consume(key);
-      } catch (error) {
-        // A refusal arrives as a RateLimiterRes; anything else is a failure of both stores.
-        if (!(error instanceof RateLimiterRes)) throw error;
-        res = error;
-        allowed = false;
+      const id = `${bucket}:${key}`;
+      const startedAt = performance.now();
+      const known = leases?.get(id);
+      const current = known && startedAt < known.expiresAt ? known : undefined;
+      if (current && current.unused > 0) {
+        current.unused--;
+        return decision(true, entry.points, current, startedAt, duration);
       }
-      const resetSeconds = Math.max(allowed ? 0 : 1, Math.ceil(res.msBeforeNext / 1000));
-      return {
-        allowed,
-        limit: entry.points,
-        remaining: Math.max(0, res.remainingPoints),
-        resetSeconds,
-        windowSeconds: duration,
-      };
+      return fromStore(entry, id, key, startedAt, current ? leaseSize(entry.points - current.counted) : 1);
     },
 
     ping: client
@@ -132,5 +169,47 @@ export function createRateLimiter(options: RateLimitOptions): RateLimiter {
       closed = true;
       client?.disconnect();
     },
+  };
+}
+
+/**
+ * What this process holds of one client's shared counter in the current window: points
+ * it has counted in Redis but not used yet, the counter's value after its last increment,
+ * and when the window ends (measured from before the increment was sent, so never later
+ * than Redis's own expiry).
+ */
+interface Lease {
+  unused: number;
+  counted: number;
+  expiresAt: number;
+}
+
+/** Clients whose leases are remembered at once; the least recently leased is forgotten first. */
+const MAX_TRACKED_CLIENTS = 10_000;
+const LEASE_FRACTION = 16;
+const MAX_LEASE = 1000;
+
+/**
+ * How many points to count in Redis at once, given what was left of the limit the last
+ * time Redis answered: a sixteenth of it (at most 1000), and one at a time when little is
+ * left or nothing is known, so a client near its limit is counted exactly. Every point
+ * counted is a point taken from the shared counter, so replicas together never admit more
+ * than the limit; what a replica has leased and not used is lost to the others for the
+ * rest of the window (at most a sixteenth of what was left when it leased).
+ */
+export function leaseSize(remaining: number): number {
+  return Math.min(MAX_LEASE, Math.max(1, Math.floor(remaining / LEASE_FRACTION)));
+}
+
+function decision(allowed: boolean, limit: number, lease: Lease, now: number, windowSeconds: number): RateDecision {
+  // Whole milliseconds: `startedAt + msBeforeNext - startedAt` is not always exactly msBeforeNext.
+  const msLeft = Math.max(0, Math.round(lease.expiresAt - now));
+  return {
+    allowed,
+    limit,
+    // What this process knows: the shared counter at its last increment, minus its unused points.
+    remaining: allowed ? Math.max(0, limit - (lease.counted - lease.unused)) : 0,
+    resetSeconds: Math.max(allowed ? 0 : 1, Math.ceil(msLeft / 1000)),
+    windowSeconds,
   };
 }

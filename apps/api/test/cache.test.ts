@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createReadCache } from '../../../packages/core/src/index.ts';
 import { sql } from '../../../packages/db/src/index.ts';
 import { createTestApp, type TestContext } from '../../../test/support/app.ts';
 import { createAgent, createAgentWithBudget, get, post, randomAddress } from '../../../test/support/factories.ts';
@@ -72,5 +73,30 @@ describe('read cache', () => {
     expect(await eventually(remaining, '70')).toBe('70');
     await post(t.app, `/api/budgets/${address}/set`, { dailyLimit: '500' });
     expect(await eventually(remaining, '470')).toBe('470');
+  });
+
+  it('holds at most maxEntries across both spaces, dropping the entry stored first', async () => {
+    const cache = await createReadCache(t.database, { maxEntries: 3 });
+    try {
+      await expect.poll(() => cache.active).toBe(true);
+      const loads: string[] = [];
+      const read = (space: 'agents' | 'budgets', key: string) =>
+        cache.read(space, key, async () => {
+          loads.push(`${space}:${key}`);
+          return key.toUpperCase();
+        });
+      expect(await read('agents', 'a')).toBe('A');
+      expect(await read('agents', 'b')).toBe('B');
+      expect(await read('budgets', 'a')).toBe('A');
+      expect(await read('agents', 'a')).toBe('A'); // a hit: not loaded again
+      expect(loads).toEqual(['agents:a', 'agents:b', 'budgets:a']);
+      expect(await read('budgets', 'c')).toBe('C'); // a fourth entry: agents:a, stored first, goes
+      expect(cache.size()).toBe(3);
+      expect(await read('agents', 'b')).toBe('B');
+      expect(await read('agents', 'a')).toBe('A');
+      expect(loads).toEqual(['agents:a', 'agents:b', 'budgets:a', 'budgets:c', 'agents:a']);
+    } finally {
+      await cache.close();
+    }
   });
 });

@@ -1,6 +1,6 @@
-import type { FastifyInstance, FastifyRequest } from 'fastify';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
-import type { RateBucket, RateLimiter } from '../rate-limiter.ts';
+import type { RateBucket, RateDecision, RateLimiter } from '../rate-limiter.ts';
 import { sendFailure } from './errors.ts';
 
 declare module 'fastify' {
@@ -30,25 +30,31 @@ export function clientKey(request: FastifyRequest): string {
  */
 export const rateLimitPlugin = fp(
   async (app: FastifyInstance, { limiter }: { limiter: RateLimiter }) => {
-    app.addHook('onRequest', async (request, reply) => {
+    // Callback-style: a decision this process can make from its lease costs no promise.
+    app.addHook('onRequest', (request, reply, done) => {
       const bucket = bucketOf(request);
-      if (!bucket) return;
-      const d = await limiter.consume(bucket, clientKey(request));
-      reply.header('ratelimit-policy', `${d.limit};w=${d.windowSeconds}`);
-      reply.header('ratelimit', `limit=${d.limit}, remaining=${d.remaining}, reset=${d.resetSeconds}`);
-      reply.header('x-ratelimit-limit', String(d.limit));
-      reply.header('x-ratelimit-remaining', String(d.remaining));
-      reply.header('x-ratelimit-reset', String(d.resetSeconds));
-      if (d.allowed) return;
-      reply.header('retry-after', String(d.resetSeconds));
-      return sendFailure(
-        reply,
-        request,
-        'RATE_LIMITED',
-        `rate limit of ${d.limit} requests per ${d.windowSeconds} s exceeded; retry in ${d.resetSeconds} s`,
-        { limit: d.limit, windowSeconds: d.windowSeconds, retryAfter: d.resetSeconds },
-      );
+      if (!bucket) return done();
+      const decided = limiter.consume(bucket, clientKey(request));
+      if (decided instanceof Promise) decided.then((d) => answer(request, reply, d, done), done);
+      else answer(request, reply, decided, done);
     });
   },
   { name: 'vouch-rate-limit', dependencies: ['vouch-authenticate'] },
 );
+
+function answer(request: FastifyRequest, reply: FastifyReply, d: RateDecision, done: () => void) {
+  reply.header('ratelimit-policy', `${d.limit};w=${d.windowSeconds}`);
+  reply.header('ratelimit', `limit=${d.limit}, remaining=${d.remaining}, reset=${d.resetSeconds}`);
+  reply.header('x-ratelimit-limit', String(d.limit));
+  reply.header('x-ratelimit-remaining', String(d.remaining));
+  reply.header('x-ratelimit-reset', String(d.resetSeconds));
+  if (d.allowed) return done();
+  reply.header('retry-after', String(d.resetSeconds));
+  sendFailure(
+    reply,
+    request,
+    'RATE_LIMITED',
+    `rate limit of ${d.limit} requests per ${d.windowSeconds} s exceeded; retry in ${d.resetSeconds} s`,
+    { limit: d.limit, windowSeconds: d.windowSeconds, retryAfter: d.resetSeconds },
+  );
+}

@@ -7,6 +7,7 @@ import {
   monthStart,
   nextDayStart,
   nextMonthStart,
+  windowsAt,
 } from './budgets.model.ts';
 
 const d = (iso: string) => new Date(iso);
@@ -103,6 +104,34 @@ function state(overrides: Partial<BudgetState> = {}): BudgetState {
     ...overrides,
   };
 }
+
+describe('windowsAt (remembers the last day)', () => {
+  it('answers right whatever order instants come in, across days, months and years', () => {
+    const instants = [
+      '2026-11-21T10:00:00.000Z',
+      '2026-11-21T23:59:59.999Z',
+      '2026-11-22T00:00:00.000Z',
+      '2026-11-21T00:00:00.000Z', // back to the day before
+      '2026-11-30T23:59:59.999Z',
+      '2026-12-01T00:00:00.000Z',
+      '2026-12-31T23:59:59.999Z',
+      '2027-01-01T00:00:00.000Z',
+      '2024-02-29T12:00:00.000Z',
+      '2026-11-21T10:00:00.000Z',
+      '1969-12-31T23:59:59.999Z',
+      '1970-01-01T00:00:00.000Z',
+    ].map(d);
+    for (const now of instants) {
+      const [y, m, day] = [now.getUTCFullYear(), now.getUTCMonth(), now.getUTCDate()];
+      expect(windowsAt(now)).toEqual({
+        day: Date.UTC(y, m, day),
+        nextDay: Date.UTC(y, m, day + 1),
+        month: Date.UTC(y, m, 1),
+        nextMonth: Date.UTC(y, m + 1, 1),
+      });
+    }
+  });
+});
 
 describe('currentSpent', () => {
   it('keeps counters whose windows contain now', () => {

@@ -2,21 +2,36 @@
 
 export type RefusalReason = 'PER_TX_LIMIT' | 'DAILY_LIMIT' | 'MONTHLY_LIMIT' | 'NO_BUDGET';
 
-export function dayStart(now: Date): Date {
-  return new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth(), now.getUTCDate()));
+/** The UTC day and month containing an instant, and when each ends, in epoch milliseconds. */
+export interface Windows {
+  day: number;
+  nextDay: number;
+  month: number;
+  nextMonth: number;
 }
 
-export function nextDayStart(now: Date): Date {
-  return new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth(), now.getUTCDate() + 1));
+// The last day's windows: every request of a day asks for the same ones.
+let lastWindows: Windows = { day: 0, nextDay: 0, month: 0, nextMonth: 0 };
+
+export function windowsAt(now: Date): Windows {
+  const t = now.getTime();
+  if (t >= lastWindows.day && t < lastWindows.nextDay) return lastWindows;
+  const y = now.getUTCFullYear();
+  const m = now.getUTCMonth();
+  const d = now.getUTCDate();
+  lastWindows = {
+    day: Date.UTC(y, m, d),
+    nextDay: Date.UTC(y, m, d + 1),
+    month: Date.UTC(y, m, 1),
+    nextMonth: Date.UTC(y, m + 1, 1),
+  };
+  return lastWindows;
 }
 
-export function monthStart(now: Date): Date {
-  return new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth(), 1));
-}
-
-export function nextMonthStart(now: Date): Date {
-  return new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth() + 1, 1));
-}
+export const dayStart = (now: Date): Date => new Date(windowsAt(now).day);
+export const nextDayStart = (now: Date): Date => new Date(windowsAt(now).nextDay);
+export const monthStart = (now: Date): Date => new Date(windowsAt(now).month);
+export const nextMonthStart = (now: Date): Date => new Date(windowsAt(now).nextMonth);
 
 export interface BudgetState {
   dailyLimit: bigint;
@@ -35,9 +50,10 @@ export interface BudgetState {
  * runs ahead) is kept, so windows only move forward.
  */
 export function currentSpent(state: BudgetState, now: Date): { daily: bigint; monthly: bigint } {
+  const windows = windowsAt(now);
   return {
-    daily: state.dayStart.getTime() >= dayStart(now).getTime() ? state.dailySpent : 0n,
-    monthly: state.monthStart.getTime() >= monthStart(now).getTime() ? state.monthlySpent : 0n,
+    daily: state.dayStart.getTime() >= windows.day ? state.dailySpent : 0n,
+    monthly: state.monthStart.getTime() >= windows.month ? state.monthlySpent : 0n,
   };
 }
 

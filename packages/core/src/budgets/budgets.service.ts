@@ -11,14 +11,7 @@ import {
   BudgetNotSetError,
   ValidationError,
 } from '../shared/errors.ts';
-import {
-  type BudgetState,
-  dayStart,
-  evaluateSpend,
-  monthStart,
-  nextDayStart,
-  nextMonthStart,
-} from './budgets.model.ts';
+import { type BudgetState, dayStart, evaluateSpend, monthStart, windowsAt } from './budgets.model.ts';
 import * as repo from './budgets.repository.ts';
 
 export interface BudgetsDeps {
@@ -40,13 +33,23 @@ function toState(row: BudgetRow): BudgetState {
 }
 
 function resets(now: Date) {
-  return { dailyResetsAt: toUnixSeconds(nextDayStart(now)), monthlyResetsAt: toUnixSeconds(nextMonthStart(now)) };
+  const windows = windowsAt(now);
+  return { dailyResetsAt: windows.nextDay / 1000, monthlyResetsAt: windows.nextMonth / 1000 };
+}
+
+/** A budget row as cached: with its amounts already parsed, since checks read it far more often than it changes. */
+interface CachedBudget {
+  row: BudgetRow;
+  state: BudgetState;
 }
 
 export function createBudgetsService({ db, clock, cache }: BudgetsDeps) {
-  /** The budget row (or null), through the read cache when there is one. */
-  const budgetOf = (address: string) => {
-    const load = async () => (await repo.findBudget(db, address)) ?? null;
+  /** The budget row and its parsed state (or null), through the read cache when there is one. */
+  const budgetOf = (address: string): Promise<CachedBudget | null> => {
+    const load = async () => {
+      const row = await repo.findBudget(db, address);
+      return row ? { row, state: toState(row) } : null;
+    };
     return cache ? cache.read('budgets', address, load) : load();
   };
 
@@ -125,13 +128,13 @@ export function createBudgetsService({ db, clock, cache }: BudgetsDeps) {
           ...resets(now),
         };
       }
-      const evaluation = evaluateSpend(toState(budget), BigInt(amount), now);
+      const evaluation = evaluateSpend(budget.state, BigInt(amount), now);
       return {
         allowed: evaluation.allowed,
         amount,
         dailyRemaining: evaluation.dailyRemaining.toString(),
         monthlyRemaining: evaluation.monthlyRemaining.toString(),
-        perTxLimit: budget.per_tx_limit,
+        perTxLimit: budget.row.per_tx_limit,
         reason: evaluation.reason,
         ...resets(now),
       };

@@ -20,7 +20,12 @@ export const CACHE_CHANNEL = 'vouch_cache';
 
 export async function createReadCache(database: Database, options: { maxEntries?: number } = {}): Promise<ReadCache> {
   const max = options.maxEntries ?? 100_000;
-  const entries = new Map<string, unknown>();
+  // One map per space: a lookup needs no composed key.
+  const spaces: Record<CacheSpace, Map<string, unknown>> = { agents: new Map(), budgets: new Map() };
+  const clear = () => {
+    spaces.agents.clear();
+    spaces.budgets.clear();
+  };
   let active = false;
   // Bumped by every invalidation: a load that saw an older epoch must not be stored.
   let epoch = 0;
@@ -29,17 +34,17 @@ export async function createReadCache(database: Database, options: { maxEntries?
     onNotify(payload) {
       epoch++;
       const separator = payload.indexOf(':');
-      entries.delete(`${payload.slice(0, separator)}:${payload.slice(separator + 1)}`);
+      spaces[payload.slice(0, separator) as CacheSpace]?.delete(payload.slice(separator + 1));
     },
     onReady() {
       epoch++;
-      entries.clear();
+      clear();
       active = true;
     },
     onLost() {
       active = false;
       epoch++;
-      entries.clear();
+      clear();
     },
   });
 
@@ -49,23 +54,22 @@ export async function createReadCache(database: Database, options: { maxEntries?
     },
     async read<T>(space: CacheSpace, key: string, load: () => Promise<T>): Promise<T> {
       if (!active) return load();
-      const id = `${space}:${key}`;
-      if (entries.has(id)) {
-        // Refresh recency: Map keeps insertion order, the oldest entry is evicted first.
-        const value = entries.get(id) as T;
-        entries.delete(id);
-        entries.set(id, value);
-        return value;
-      }
+      const entries = spaces[space];
+      const cached = entries.get(key);
+      if (cached !== undefined || entries.has(key)) return cached as T;
       const seen = epoch;
       const value = await load();
       if (active && seen === epoch) {
-        entries.set(id, value);
-        if (entries.size > max) entries.delete(entries.keys().next().value as string);
+        entries.set(key, value);
+        if (spaces.agents.size + spaces.budgets.size > max) {
+          // From the fuller space; maps keep insertion order, so the entry stored first goes.
+          const fuller = spaces.agents.size >= spaces.budgets.size ? spaces.agents : spaces.budgets;
+          fuller.delete(fuller.keys().next().value as string);
+        }
       }
       return value;
     },
-    size: () => entries.size,
+    size: () => spaces.agents.size + spaces.budgets.size,
     close: () => listening.close(),
   };
 }
