@@ -1,56 +1,41 @@
 import { type DB, type Kysely, sql } from '@vouch/db';
-import { activeSnapshotQuery, type Screening, screeningRows } from '../sanctions/sanctions.repository.ts';
+import { type Screening, screeningRows } from '../sanctions/sanctions.repository.ts';
 import type { VerificationResult } from './verification.model.ts';
 
 type Executor = Kysely<DB>;
 
-/**
- * Everything the checks read from the database, in one statement: the agent (its columns
- * are null when it is unknown), its transactions since `since`, the active sanctions
- * snapshot (null columns when there is none) and the lists the address and the agent's
- * owner are on in that snapshot (null when not listed). Always exactly one row.
- */
-export function readVerificationFacts(db: Executor, address: string, since: Date) {
-  return db
-    .selectFrom(sql<{ one: 1 }>`(SELECT 1 AS one)`.as('one'))
-    .leftJoin('agents as a', (join) => join.on('a.address', '=', address))
-    .leftJoin(activeSnapshotQuery(db).select(['id', 'name', 'snapshot_date', 'entries']).limit(1).as('ss'), (join) =>
-      join.onTrue(),
-    )
-    .select((eb) => [
-      eb('a.address', 'is not', null).$castTo<boolean>().as('known'),
-      'a.is_registered',
-      'a.owner',
-      'a.owner_changed_at',
-      'a.first_seen_at',
-      'a.score',
-      eb
-        .selectFrom('transactions as t')
-        .select(sql<number>`count(*)::int`.as('n'))
-        .where('t.agent', '=', address)
-        .where('t.occurred_at', '>=', since)
-        .as('recent_transactions'),
-      'ss.id as snapshot_id',
-      'ss.name as snapshot_name',
-      'ss.snapshot_date',
-      'ss.entries as snapshot_entries',
-      eb
-        .selectFrom('sanctions_entries as e')
-        .select('e.lists')
-        .whereRef('e.snapshot_id', '=', 'ss.id')
-        .where('e.address', '=', address)
-        .as('address_lists'),
-      eb
-        .selectFrom('sanctions_entries as e')
-        .select('e.lists')
-        .whereRef('e.snapshot_id', '=', 'ss.id')
-        .whereRef('e.address', '=', 'a.owner')
-        .as('owner_lists'),
-    ])
-    .executeTakeFirstOrThrow();
+/** Everything the checks read from the database; see `vouch_verification_facts` (migration 20261121030000). */
+export interface VerificationFactsRow {
+  known: boolean;
+  /** The agent's columns are null when it is unknown. */
+  is_registered: boolean | null;
+  owner: string | null;
+  owner_changed_at: Date | null;
+  first_seen_at: Date | null;
+  score: number | null;
+  /** Its transactions since `since`. */
+  recent_transactions: number | null;
+  /** The active sanctions snapshot (null columns when there is none). */
+  snapshot_id: string | null;
+  snapshot_name: string | null;
+  snapshot_date: string | null;
+  snapshot_entries: number | null;
+  /** The lists the address and the agent's owner are on in that snapshot (null when not listed). */
+  address_lists: string[] | null;
+  owner_lists: string[] | null;
 }
 
-export type VerificationFactsRow = Awaited<ReturnType<typeof readVerificationFacts>>;
+/**
+ * One call of a PL/pgSQL function, which keeps the plan of its five-table query for the
+ * session (planning it on every call cost more than running it). Always exactly one row.
+ */
+export async function readVerificationFacts(db: Executor, address: string, since: Date): Promise<VerificationFactsRow> {
+  const { rows } =
+    await sql<VerificationFactsRow>`SELECT * FROM vouch_verification_facts(${address}, ${since})`.execute(db);
+  const row = rows[0];
+  if (!row) throw new Error('vouch_verification_facts returned no row');
+  return row;
+}
 
 /**
  * Stores the screenings a verification made and the verification itself in one statement

@@ -2,10 +2,12 @@ import type { Migration } from 'kysely';
 import * as initial from './20261121000000-initial.ts';
 import * as scoreEventJobs from './20261121010000-score-event-jobs.ts';
 import * as cacheNotify from './20261121020000-cache-notify.ts';
+import * as verificationFacts from './20261121030000-verification-facts.ts';
 
 /** Every migration, in order. Names are timestamped; never rename or reorder a landed one. */
 export const migrations: Record<string, Migration> = {
   '20261121000000-initial': initial,
   '20261121010000-score-event-jobs': scoreEventJobs,
   '20261121020000-cache-notify': cacheNotify,
+  '20261121030000-verification-facts': verificationFacts,
 };
