@@ -99,4 +99,15 @@ describe('read cache', () => {
       await cache.close();
     }
   });
+
+  it('ignores notifications for anything but its two spaces, and keeps working', async () => {
+    const address = await createAgent(t.app);
+    const score = async () => (await get(t.app, `/api/agents/${address}/score`)).json().data.score;
+    expect(await score()).toBe(0);
+    for (const payload of ['constructor:x', '__proto__:x', 'spends:x', 'no-separator']) {
+      await sql`SELECT pg_notify('vouch_cache', ${payload})`.execute(t.database.db);
+    }
+    await post(t.app, `/api/agents/${address}/score`, { score: 321, reason: '0x' });
+    expect(await eventually(score, 321)).toBe(321);
+  });
 });

@@ -4,10 +4,10 @@ export type RefusalReason = 'PER_TX_LIMIT' | 'DAILY_LIMIT' | 'MONTHLY_LIMIT' | '
 
 /** The UTC day and month containing an instant, and when each ends, in epoch milliseconds. */
 export interface Windows {
-  day: number;
-  nextDay: number;
-  month: number;
-  nextMonth: number;
+  readonly day: number;
+  readonly nextDay: number;
+  readonly month: number;
+  readonly nextMonth: number;
 }
 
 // The last day's windows: every request of a day asks for the same ones.
@@ -19,12 +19,13 @@ export function windowsAt(now: Date): Windows {
   const y = now.getUTCFullYear();
   const m = now.getUTCMonth();
   const d = now.getUTCDate();
-  lastWindows = {
+  // Shared by every caller of the day: frozen.
+  lastWindows = Object.freeze({
     day: Date.UTC(y, m, d),
     nextDay: Date.UTC(y, m, d + 1),
     month: Date.UTC(y, m, 1),
     nextMonth: Date.UTC(y, m + 1, 1),
-  };
+  });
   return lastWindows;
 }
 

@@ -34,7 +34,8 @@ export async function createReadCache(database: Database, options: { maxEntries?
     onNotify(payload) {
       epoch++;
       const separator = payload.indexOf(':');
-      spaces[payload.slice(0, separator) as CacheSpace]?.delete(payload.slice(separator + 1));
+      const space = payload.slice(0, separator);
+      if (space === 'agents' || space === 'budgets') spaces[space].delete(payload.slice(separator + 1));
     },
     onReady() {
       epoch++;
