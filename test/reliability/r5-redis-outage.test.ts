@@ -4,7 +4,7 @@ import { createTestDatabase } from '../support/db.ts';
 import { randomAddress, randomTxHash } from '../support/factories.ts';
 import { SEEDED_SCORE, seedScoredAgents } from '../support/seed.ts';
 import { type HttpClient, httpClient } from './support/http.ts';
-import { expectProbes, type Probe, probeFor, slowest } from './support/probes.ts';
+import { expectJobsCompleted, expectProbes, type Probe, probeFor, slowest } from './support/probes.ts';
 import {
   type ApiProcess,
   alive,
@@ -171,17 +171,7 @@ describe('R5 — Redis stopped for 10 s, then started', () => {
 
     // Every job acknowledged before the stop completes.
     const drainStarted = performance.now();
-    for (const id of pending) {
-      await until(
-        async () => {
-          const res = await client.get(`/api/jobs/${id}`);
-          expect(res.body?.data?.status, `${id}: ${JSON.stringify(res.body)}`).not.toBe('failed');
-          return res.body?.data?.status === 'completed';
-        },
-        120_000,
-        200,
-      );
-    }
+    await expectJobsCompleted(client, pending, 120_000);
     const drainMs = performance.now() - drainStarted;
 
     // Exactly once in effect: each seeded agent scored once by the model, each batch applied once.

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { settleAndCheck, spendLoad } from './support/load.ts';
-import { expectProbes, probeFor, slowest } from './support/probes.ts';
+import { expectJobsCompleted, expectProbes, probeFor, slowest } from './support/probes.ts';
 import { sleep, tail, until } from './support/processes.ts';
 import { ms, report } from './support/report.ts';
 import { allAlive, databaseProbes, JOB_WAIT_MS, loadTargets, type Stack, startStack } from './support/stack.ts';
@@ -67,17 +67,7 @@ describe('R6 — PostgreSQL restarted (fast, then immediate)', () => {
       // Checks accepted while the database was away ran once it was back.
       const accepted = down.filter((l) => l.jobId).map((l) => l.jobId as string);
       expect(accepted.length).toBeGreaterThan(0);
-      for (const id of accepted) {
-        await until(
-          async () => {
-            const res = await stack.bullmq.client.get(`/api/jobs/${id}`);
-            expect(res.body?.data?.status, JSON.stringify(res.body)).not.toBe('failed');
-            return res.body?.data?.status === 'completed';
-          },
-          30_000,
-          200,
-        );
-      }
+      await expectJobsCompleted(stack.bullmq.client, accepted, 30_000);
       expect(allAlive(stack)).toBe(true);
       report('R6', {
         mode,

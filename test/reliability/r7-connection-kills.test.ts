@@ -5,6 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { randomAddress } from '../support/factories.ts';
 import type { Answer } from './support/http.ts';
 import { settleAndCheck, spendLoad } from './support/load.ts';
+import { expectJobsCompleted } from './support/probes.ts';
 import { sleep, tail, until } from './support/processes.ts';
 import { ms, report } from './support/report.ts';
 import { allAlive, JOB_WAIT_MS, loadTargets, type Stack, startStack } from './support/stack.ts';
@@ -119,17 +120,7 @@ describe('R7 — connections killed under load', () => {
 
     // Accepted jobs complete.
     const accepted = queued.filter((q) => q.answer.status === 202).map((q) => q.answer.body.data.jobId as string);
-    for (const id of accepted) {
-      await until(
-        async () => {
-          const res = await stack.bullmq.client.get(`/api/jobs/${id}`);
-          expect(res.body?.data?.status, JSON.stringify(res.body)).not.toBe('failed');
-          return res.body?.data?.status === 'completed';
-        },
-        30_000,
-        200,
-      );
-    }
+    await expectJobsCompleted(stack.bullmq.client, accepted, 30_000);
     expect(allAlive(stack)).toBe(true);
     report('R7', {
       case: 'killed connections',

@@ -1,6 +1,6 @@
 import { expect } from 'vitest';
 import type { Answer, HttpClient } from './http.ts';
-import { sleep } from './processes.ts';
+import { sleep, until } from './processes.ts';
 
 /** A request the test repeats while a dependency is down, and what it must answer. */
 export interface Probe {
@@ -72,4 +72,19 @@ export function slowest(log: ProbeLog[]): Record<string, number> {
   const out: Record<string, number> = {};
   for (const l of log) out[l.name] = Math.max(out[l.name] ?? 0, Math.round(l.ms));
   return out;
+}
+
+/** Polls GET /api/jobs/:id for each job until it has completed; a job that fails fails the test. */
+export async function expectJobsCompleted(client: HttpClient, jobIds: string[], timeoutMs: number): Promise<void> {
+  for (const id of jobIds) {
+    await until(
+      async () => {
+        const res = await client.get(`/api/jobs/${id}`);
+        expect(res.body?.data?.status, `${id}: ${JSON.stringify(res.body)}`).not.toBe('failed');
+        return res.body?.data?.status === 'completed';
+      },
+      timeoutMs,
+      200,
+    );
+  }
 }

@@ -78,15 +78,7 @@ export async function startStack(): Promise<Stack> {
   ]);
   async function withAgent(name: string, api: ApiProcess): Promise<ApiUnderTest> {
     const client = httpClient(api.base, { sockets: 64 });
-    const agent = randomAddress();
-    const register = await client.post('/api/agents/register', { address: agent });
-    const budget = await client.post(`/api/budgets/${agent}/set`, {
-      dailyLimit: '1000000000',
-      monthlyLimit: '1000000000',
-    });
-    if (register.status !== 201 || budget.status !== 200)
-      throw new Error(`setup failed: ${register.status} ${budget.status}`);
-    return { name, api, client, agent };
+    return { name, api, client, agent: await budgetAgent(client) };
   }
   const bullmq = await withAgent('api (BullMQ)', bullmqApi);
   const inProcess = await withAgent('api (in-process jobs)', inProcessApi);
