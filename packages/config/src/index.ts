@@ -33,6 +33,11 @@ export const sharedEnv = {
   REDIS_URL: optionalString,
   DB_POOL_MAX: positiveInt(10),
   DB_CONNECTION_TIMEOUT_MS: positiveInt(1000),
+  /** `off` for poolers that cannot carry named prepared statements (PgBouncer in transaction mode before 1.21). */
+  DB_PREPARED_STATEMENTS: z
+    .enum(['on', 'off'])
+    .default('on')
+    .transform((v) => v === 'on'),
   MIGRATE_ON_START: z
     .enum(['true', 'false'])
     .default('true')
@@ -85,6 +90,7 @@ type DatabaseConfig = {
   DATA_DIR: string;
   DB_POOL_MAX: number;
   DB_CONNECTION_TIMEOUT_MS: number;
+  DB_PREPARED_STATEMENTS: boolean;
 };
 
 /** The database settings in the shape `createDatabase` takes. */
@@ -94,6 +100,7 @@ export function databaseOptions(config: DatabaseConfig, applicationName: string)
     dataDir: config.DATA_DIR,
     poolMax: config.DB_POOL_MAX,
     connectionTimeoutMs: config.DB_CONNECTION_TIMEOUT_MS,
+    preparedStatements: config.DB_PREPARED_STATEMENTS,
     applicationName,
   };
 }

@@ -2,6 +2,7 @@ import { mkdirSync } from 'node:fs';
 import { Kysely, PostgresDialect, sql } from 'kysely';
 import pg from 'pg';
 import { LazyPgliteDialect } from './pglite.ts';
+import { PreparingClient } from './prepared.ts';
 import type { DB } from './schema.ts';
 
 export type DatabaseDriver = 'postgres' | 'pglite';
@@ -16,6 +17,11 @@ export interface DatabaseOptions {
   connectionTimeoutMs?: number;
   statementTimeoutMs?: number;
   applicationName?: string;
+  /**
+   * Statements marked with `runPrepared` become named prepared statements (default true).
+   * Off for poolers that cannot carry them (PgBouncer in transaction mode before 1.21).
+   */
+  preparedStatements?: boolean;
   onPoolError?: (error: Error) => void;
 }
 
@@ -52,6 +58,7 @@ function createPostgres(connectionString: string, options: DatabaseOptions): Dat
     idleTimeoutMillis: 30_000,
     statement_timeout: options.statementTimeoutMs ?? 15_000,
     application_name: options.applicationName ?? 'vouch',
+    ...(options.preparedStatements !== false && { Client: PreparingClient }),
   });
   // An idle client losing its server must not crash the process; the pool drops it.
   pool.on('error', (error) => options.onPoolError?.(error));

@@ -10,4 +10,5 @@ export {
 export { isDatabaseUnavailable, sqlState } from './errors.ts';
 export { migrateToLatest } from './migrate.ts';
 export { migrations } from './migrations/index.ts';
+export { runPrepared } from './prepared.ts';
 export type * from './schema.ts';

@@ -1,4 +1,4 @@
-import { type DB, type Kysely, sql } from '@vouch/db';
+import { type DB, type Kysely, runPrepared, sql } from '@vouch/db';
 import { type Screening, screeningRows } from '../sanctions/sanctions.repository.ts';
 import type { VerificationResult } from './verification.model.ts';
 
@@ -27,25 +27,26 @@ export interface VerificationFactsRow {
 
 /**
  * One call of a PL/pgSQL function, which keeps the plan of its five-table query for the
- * session (planning it on every call cost more than running it). Always exactly one row.
+ * session (planning it on every call cost more than running it), as a prepared statement.
+ * Always exactly one row.
  */
 export async function readVerificationFacts(db: Executor, address: string, since: Date): Promise<VerificationFactsRow> {
-  const { rows } =
-    await sql<VerificationFactsRow>`SELECT * FROM vouch_verification_facts(${address}, ${since})`.execute(db);
+  const query = sql<VerificationFactsRow>`SELECT * FROM vouch_verification_facts(${address}, ${since})`;
+  const { rows } = await runPrepared(db, query.compile(db));
   const row = rows[0];
   if (!row) throw new Error('vouch_verification_facts returned no row');
   return row;
 }
 
 /**
- * Stores the screenings a verification made and the verification itself in one statement
- * (one commit): both are kept or neither is.
+ * Stores the screenings a verification made and the verification itself in one prepared
+ * statement (one commit): both are kept or neither is.
  */
 export async function insertVerification(
   db: Executor,
   v: { screenings: Screening[]; snapshotId: string | null; verification: VerificationResult; now: Date },
 ): Promise<void> {
-  await db
+  const insert = db
     .with('s', (qc) => qc.insertInto('sanctions_screenings').values(screeningRows(v.screenings, v.snapshotId, v.now)))
     .insertInto('verifications')
     .values({
@@ -58,6 +59,6 @@ export async function insertVerification(
       checks: JSON.stringify(v.verification.checks),
       check_details: JSON.stringify(v.verification.checkDetails),
       created_at: v.now,
-    })
-    .execute();
+    });
+  await runPrepared(db, insert.compile());
 }
