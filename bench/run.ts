@@ -33,6 +33,7 @@ import { type Profile, productSettings, profiles } from './lib/profile.ts';
 import { NOISE_CORES, waitForQuiet } from './lib/quiet.ts';
 import { goalsTable, table, writeJson } from './lib/report.ts';
 import { summaryLine } from './lib/summary.ts';
+import { runHop } from './scenarios/hops.ts';
 import { runHealth, runP1, runP2, runP3, runP4 } from './scenarios/http.ts';
 import { runRecompute } from './scenarios/recompute.ts';
 import { runVerifyDirect } from './scenarios/verify-direct.ts';
@@ -155,6 +156,8 @@ async function main() {
   await step(ctx, 'B5', () => runB5(ctx));
   if (worker1) await step(ctx, 'P4', () => runP4(ctx, apiA as RunningApi));
   await step(ctx, 'X-verify-direct', () => runVerifyDirect(ctx));
+  await step(ctx, 'X-hop-postgres', () => runHop(ctx, 'postgres'));
+  await step(ctx, 'X-hop-redis', () => runHop(ctx, 'redis'));
   if (worker1) {
     delete ctx.pids.worker1;
     await worker1.stop();
@@ -221,7 +224,9 @@ async function main() {
       'X-B2-pool': pool !== C ? `${C} loops on a pool of ${pool}` : undefined,
       'X-B3-pool': pool !== C ? `${C} loops on a pool of ${pool}` : undefined,
       'X-B3-serial': '1 loop on a pool of 1',
-      'X-verify-direct': `1 at a time, pool of ${pool}`,
+      'X-verify-direct': `1 at a time, alternating between two pools of ${pool}`,
+      'X-hop-postgres': 1,
+      'X-hop-redis': 1,
     },
     /** What each Vouch process was started with (unset keys take the product's defaults). */
     processEnv: Object.fromEntries(

@@ -11,6 +11,9 @@ export function summaryLine(s: Record<string, unknown>): string {
   if (typeof s.opsPerSec === 'number') parts.push(`${n(s.opsPerSec)} ops/s`);
   if (latency && latency.count > 0)
     parts.push(`p50 ${ms(latency.p50)}, p99 ${ms(latency.p99)} (${n(latency.count)} samples)`);
+  const unprepared = (s.unprepared as { latency?: LatencySummary } | undefined)?.latency;
+  if (unprepared && unprepared.count > 0)
+    parts.push(`without prepared statements p50 ${ms(unprepared.p50)}, p99 ${ms(unprepared.p99)}`);
   if (typeof s.medianMs === 'number') parts.push(`median ${ms(s.medianMs)} of ${JSON.stringify(s.runsMs)}`);
   if (typeof s.serverCpuMicrosPerRequest === 'number') parts.push(`server CPU ${s.serverCpuMicrosPerRequest} µs/req`);
   const memory = s.memory as { peakRssMB?: number } | undefined;
