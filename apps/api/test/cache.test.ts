@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createReadCache } from '../../../packages/core/src/index.ts';
 import { sql } from '../../../packages/db/src/index.ts';
+import { CACHE_NOTIFY_ROW_LIMIT } from '../../../packages/db/src/migrations/20261122000000-cache-notify-statements.ts';
 import { createTestApp, type TestContext } from '../../../test/support/app.ts';
 import { createAgent, createAgentWithBudget, get, post, randomAddress } from '../../../test/support/factories.ts';
 
@@ -20,6 +21,20 @@ async function eventually<T>(read: () => Promise<T>, expected: T, timeoutMs = 20
   }
   return value;
 }
+
+/** Observed (unregistered) agents, as inserted by plain SQL. */
+const agentRows = (addresses: string[]) =>
+  addresses.map((address) => ({
+    address,
+    is_registered: false,
+    owner: null,
+    owner_changed_at: null,
+    metadata: null,
+    score: 0,
+    first_seen_at: new Date(),
+    registered_at: null,
+    updated_at: new Date(),
+  }));
 
 describe('read cache', () => {
   it('serves a cached score until its notification arrives', async () => {
@@ -98,6 +113,42 @@ describe('read cache', () => {
     } finally {
       await cache.close();
     }
+  });
+
+  it('a statement changing a few agents announces each; one changing more than 100 announces the table', async () => {
+    const payloads: string[] = [];
+    const listening = await t.database.listen('vouch_cache', { onNotify: (p) => payloads.push(p) });
+    try {
+      const few = [randomAddress(), randomAddress()];
+      const many = Array.from({ length: CACHE_NOTIFY_ROW_LIMIT + 1 }, () => randomAddress());
+      await t.database.db.insertInto('agents').values(agentRows(few)).execute();
+      await expect.poll(() => [...payloads].sort()).toEqual(few.map((a) => `agents:${a}`).sort());
+      payloads.length = 0;
+      await t.database.db.insertInto('agents').values(agentRows(many)).execute();
+      await t.database.db.updateTable('agents').set({ score: 1 }).where('address', 'in', few).execute();
+      await expect.poll(() => payloads.length).toBe(3);
+      expect(payloads[0]).toBe('agents:*');
+      expect(payloads.slice(1).sort()).toEqual(few.map((a) => `agents:${a}`).sort());
+    } finally {
+      await listening.close();
+    }
+  });
+
+  it('drops every cached agent when a statement changed more than 100', async () => {
+    const cached = [await createAgent(t.app), await createAgent(t.app)];
+    const score = async (address: string) => (await get(t.app, `/api/agents/${address}/score`)).json().data.score;
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    for (const address of cached) expect(await score(address)).toBe(0);
+    // Changed without a notification of their own…
+    await t.database.db.transaction().execute(async (trx) => {
+      await sql`SET LOCAL session_replication_role = replica`.execute(trx);
+      await trx.updateTable('agents').set({ score: 432 }).where('address', 'in', cached).execute();
+    });
+    expect(await score(cached[0] as string)).toBe(0);
+    // …they are read again once a statement on many other agents announces the whole table.
+    const many = Array.from({ length: CACHE_NOTIFY_ROW_LIMIT + 1 }, () => randomAddress());
+    await t.database.db.insertInto('agents').values(agentRows(many)).execute();
+    for (const address of cached) expect(await eventually(() => score(address), 432)).toBe(432);
   });
 
   it('ignores notifications for anything but its two spaces, and keeps working', async () => {

@@ -5,8 +5,9 @@ export type CacheSpace = 'agents' | 'budgets';
 /**
  * A per-process cache of hot reads (an agent's score, a budget row), dropped entry by
  * entry by the database's `vouch_cache` notifications, which triggers send at commit for
- * every change from any process. While notifications may be missed (the listening
- * connection is down) nothing is served from the cache and it is emptied.
+ * every change from any process (`<space>:<key>`, or `<space>:*` for a statement that
+ * changed many rows: the whole space goes). While notifications may be missed (the
+ * listening connection is down) nothing is served from the cache and it is emptied.
  */
 export interface ReadCache {
   /** Reads through the cache: `load` runs on a miss, and its result is kept unless a change raced it. */
@@ -35,7 +36,10 @@ export async function createReadCache(database: Database, options: { maxEntries?
       epoch++;
       const separator = payload.indexOf(':');
       const space = payload.slice(0, separator);
-      if (space === 'agents' || space === 'budgets') spaces[space].delete(payload.slice(separator + 1));
+      if (space !== 'agents' && space !== 'budgets') return;
+      const key = payload.slice(separator + 1);
+      if (key === '*') spaces[space].clear();
+      else spaces[space].delete(key);
     },
     onReady() {
       epoch++;
