@@ -110,21 +110,24 @@ export function createScoresService({ db, clock }: ScoresDeps) {
       });
     },
 
-    /** Runs the model over the agents' data and stores every score that changed. */
+    /** Runs the model over the agents' data and stores every score that changed, in one transaction. */
     async recompute(addresses: string[], jobId: string | null) {
       const now = clock();
-      const rows = await repo.modelInputs(db, addresses, complianceSince(now));
-      const scores = rows.map((row) => computeScore(inputsFromRow(row, now)).score);
-      const changed = await repo.writeScores(db, {
-        addresses: rows.map((r) => r.address),
-        scores,
-        reasons: rows.map(() => null),
-        source: 'model',
-        jobId,
-        now,
-        onlyChanged: true,
+      return db.transaction().execute(async (trx) => {
+        await repo.planForKeyLookups(trx, addresses.length);
+        const rows = await repo.modelInputs(trx, addresses, complianceSince(now));
+        const scores = rows.map((row) => computeScore(inputsFromRow(row, now)).score);
+        const changed = await repo.writeScores(trx, {
+          addresses: rows.map((r) => r.address),
+          scores,
+          reasons: rows.map(() => null),
+          source: 'model',
+          jobId,
+          now,
+          onlyChanged: true,
+        });
+        return { scored: rows.length, updated: changed.length };
       });
-      return { scored: rows.length, updated: changed.length };
     },
 
     /** Every known agent's address, in a stable order (for a full recomputation). */
