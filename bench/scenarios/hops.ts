@@ -16,19 +16,19 @@ export async function runHop(ctx: Context, target: 'postgres' | 'redis') {
     const client = new pg.Client({ connectionString: ctx.dbUrl, application_name: 'vouch-bench-hop' });
     await client.connect();
     try {
-      return await measure(ctx, 'SELECT 1 by a plain pg client', () => client.query('SELECT 1'));
+      return await measure('SELECT 1 by a plain pg client', () => client.query('SELECT 1'));
     } finally {
       await client.end();
     }
   }
   const client = new Redis(REDIS_URL, { maxRetriesPerRequest: 1 });
   try {
-    return await measure(ctx, 'PING by an ioredis client', () => client.ping());
+    return await measure('PING by an ioredis client', () => client.ping());
   } finally {
     client.disconnect();
   }
 
-  async function measure(ctx: Context, what: string, op: () => Promise<unknown>) {
+  async function measure(what: string, op: () => Promise<unknown>) {
     await paced({ ratePerSec: profile.pacedRate, count: profile.pacedWarmup, op });
     const { result, cpu } = await withCpu(ctx, () =>
       paced({ ratePerSec: profile.pacedRate, count: profile.pacedCount, op }),
