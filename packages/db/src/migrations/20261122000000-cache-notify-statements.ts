@@ -1,4 +1,5 @@
 import { type Kysely, sql } from 'kysely';
+import * as rowTriggers from './20261121020000-cache-notify.ts';
 
 /** A statement that changes more rows than this announces its whole table instead of each row. */
 export const CACHE_NOTIFY_ROW_LIMIT = 100;
@@ -12,9 +13,7 @@ export const CACHE_NOTIFY_ROW_LIMIT = 100;
  * notifications to every listener; this runs once and sends one.
  */
 export async function up(db: Kysely<unknown>): Promise<void> {
-  await sql`DROP TRIGGER agents_notify_cache ON agents`.execute(db);
-  await sql`DROP TRIGGER budgets_notify_cache ON budgets`.execute(db);
-  await sql`DROP FUNCTION vouch_notify_cache()`.execute(db);
+  await rowTriggers.down(db);
   await sql`
     CREATE FUNCTION vouch_notify_cache_rows() RETURNS trigger LANGUAGE plpgsql AS $$
     DECLARE
@@ -51,14 +50,6 @@ export async function down(db: Kysely<unknown>): Promise<void> {
     }
   }
   await sql`DROP FUNCTION IF EXISTS vouch_notify_cache_rows()`.execute(db);
-  await sql`
-    CREATE FUNCTION vouch_notify_cache() RETURNS trigger LANGUAGE plpgsql AS $$
-    BEGIN
-      PERFORM pg_notify('vouch_cache', TG_TABLE_NAME || ':' || (to_jsonb(NEW) ->> TG_ARGV[0]));
-      RETURN NULL;
-    END $$`.execute(db);
-  await sql`CREATE TRIGGER agents_notify_cache AFTER INSERT OR UPDATE ON agents
-    FOR EACH ROW EXECUTE FUNCTION vouch_notify_cache('address')`.execute(db);
-  await sql`CREATE TRIGGER budgets_notify_cache AFTER INSERT OR UPDATE ON budgets
-    FOR EACH ROW EXECUTE FUNCTION vouch_notify_cache('agent')`.execute(db);
+  // Back to the row triggers, as their migration makes them.
+  await rowTriggers.up(db);
 }

@@ -1,0 +1,37 @@
+import { Migrator } from 'kysely';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { type Database, migrations, sql } from '../../../packages/db/src/index.ts';
+import { createTestDatabase } from '../../../test/support/db.ts';
+
+let database: Database;
+beforeAll(async () => {
+  database = await createTestDatabase();
+});
+afterAll(() => database.close());
+
+const triggers = async () =>
+  (
+    await sql<{ name: string }>`SELECT tgname AS name FROM pg_trigger WHERE NOT tgisinternal ORDER BY 1`.execute(
+      database.db,
+    )
+  ).rows.map((r) => r.name);
+
+describe('migration 20261122000000-cache-notify-statements', () => {
+  it('replaces the row triggers with statement triggers, and its down step puts them back', async () => {
+    const statementTriggers = [
+      'agents_notify_cache_insert',
+      'agents_notify_cache_update',
+      'budgets_notify_cache_insert',
+      'budgets_notify_cache_update',
+    ];
+    expect(await triggers()).toEqual(statementTriggers);
+    const migrator = new Migrator({ db: database.db, provider: { getMigrations: async () => migrations } });
+    // Back to the migration before it (later ones, if any, go down first).
+    const down = await migrator.migrateTo('20261121030000-verification-facts');
+    expect(down.error).toBeUndefined();
+    expect(down.results?.map((r) => r.migrationName)).toContain('20261122000000-cache-notify-statements');
+    expect(await triggers()).toEqual(['agents_notify_cache', 'budgets_notify_cache']);
+    expect((await migrator.migrateToLatest()).error).toBeUndefined();
+    expect(await triggers()).toEqual(statementTriggers);
+  });
+});
