@@ -46,7 +46,8 @@ if (args.includes('--help') || args.includes('-h') || unknown.length) {
   --strict  exit 1 when a goal's floor fails (default: exit 1 only when the harness itself fails)
   --no-wait do not wait for other processes on the machine to go quiet before each scenario
 env: BENCH_DATABASE_URL (admin URL, default postgres://postgres@127.0.0.1:5432/postgres),
-     BENCH_REDIS_URL (default redis://127.0.0.1:6379), BENCH_DB_POOL_MAX, BENCH_WORKER_CONCURRENCY`);
+     BENCH_REDIS_URL (default redis://127.0.0.1:6379), BENCH_DB_POOL_MAX, BENCH_WORKER_CONCURRENCY,
+     BENCH_RECOMPUTE_CONCURRENCY (recomputation chunks at once per worker; default 1, the product's)`);
   process.exit(unknown.length ? 2 : 0);
 }
 const profile: Profile = args.includes('--quick') ? profiles.quick : profiles.full;
@@ -206,6 +207,7 @@ async function main() {
       apiDbPoolMax: productSettings.dbPoolMax,
       workerDbPoolMax: productSettings.dbPoolMax,
       workerConcurrency: productSettings.workerConcurrency,
+      recomputeConcurrency: productSettings.recomputeConcurrency,
       recomputeChunkSize: productSettings.recomputeChunkSize,
       b2PgPoolMax: C,
       b3PgPoolMax: C,
@@ -245,7 +247,7 @@ async function main() {
     `\nVouch benchmark — ${profile.name} profile — ${machine.cpus} × ${machine.cpuModel}, ${machine.totalMemoryGiB} GiB, Node ${machine.node}, PostgreSQL ${postgres.version.split(' ')[1]}, Redis ${redisVersion}`,
   );
   console.log(
-    `API and workers: DB_POOL_MAX=${productSettings.dbPoolMax}, WORKER_CONCURRENCY=${productSettings.workerConcurrency}; load: ${C} connections, B2/B3 pg pool ${C}\n`,
+    `API and workers: DB_POOL_MAX=${productSettings.dbPoolMax}, WORKER_CONCURRENCY=${productSettings.workerConcurrency}, WORKER_CONCURRENCY_RECOMPUTE=${productSettings.recomputeConcurrency}; load: ${C} connections, B2/B3 pg pool ${C}\n`,
   );
   console.log(goalsTable(goals));
   if (goals.some((g) => g.noisy)) {

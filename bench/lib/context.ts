@@ -1,4 +1,5 @@
 import type { Database } from '@vouch/db';
+import { queueNames } from '@vouch/jobs';
 import { Queue } from 'bullmq';
 import { Redis } from 'ioredis';
 import { type CpuUsage, cpuMeter } from './cpu.ts';
@@ -90,10 +91,12 @@ export async function startApi(ctx: Context, name: string, options: { rateLimit:
 
 /** Starts the worker (bundled, as `npm run start:worker` runs it; all queues) and waits until its BullMQ workers are connected. */
 export async function startWorker(ctx: Context, name: string): Promise<Child> {
-  const before = { scores: await workerCount(ctx.prefix, 'scores'), checks: await workerCount(ctx.prefix, 'checks') };
+  const counts = () => Promise.all(queueNames.map((queue) => workerCount(ctx.prefix, queue)));
+  const before = await counts();
   const env = {
     ...vouchEnv(ctx),
     WORKER_CONCURRENCY: String(productSettings.workerConcurrency),
+    WORKER_CONCURRENCY_RECOMPUTE: String(productSettings.recomputeConcurrency),
     SHUTDOWN_TIMEOUT_MS: '5000',
   };
   ctx.envs[name] = env;
@@ -101,12 +104,7 @@ export async function startWorker(ctx: Context, name: string): Promise<Child> {
   const deadline = Date.now() + 60_000;
   while (Date.now() < deadline) {
     if (proc.child.exitCode !== null) throw new Error(`${name} exited at start; its output:\n${proc.tail()}`);
-    if (
-      (await workerCount(ctx.prefix, 'scores')) > before.scores &&
-      (await workerCount(ctx.prefix, 'checks')) > before.checks
-    ) {
-      return proc;
-    }
+    if ((await counts()).every((n, i) => n > (before[i] as number))) return proc;
     await sleep(100);
   }
   throw new Error(`${name} did not connect its workers within 60 s; its output:\n${proc.tail()}`);

@@ -1,3 +1,4 @@
+import { concurrencyFrom } from '@vouch/jobs';
 import { envVar } from './env.ts';
 export interface Profile {
   name: 'quick' | 'full';
@@ -58,6 +59,8 @@ export const productSettings = {
   dbPoolMax: Number(envVar('BENCH_DB_POOL_MAX') ?? 10),
   /** WORKER_CONCURRENCY of every worker process. */
   workerConcurrency: Number(envVar('BENCH_WORKER_CONCURRENCY') ?? 4),
+  /** WORKER_CONCURRENCY_RECOMPUTE of every worker process: recomputation chunks at once (product default 1). */
+  recomputeConcurrency: Number(envVar('BENCH_RECOMPUTE_CONCURRENCY') ?? concurrencyFrom({}, 4)('recompute')),
   /** RECOMPUTE_CHUNK_SIZE of the API. */
   recomputeChunkSize: 250,
 };

@@ -2,7 +2,7 @@ import { hostname } from 'node:os';
 import { checksOptions, databaseOptions, disablePretenuring } from '@vouch/config';
 import { createReadCache, createServices } from '@vouch/core';
 import { createDatabase, migrateToLatest } from '@vouch/db';
-import { createBullmqRunner, createInProcessRunner, type JobRunner, queueNames } from '@vouch/jobs';
+import { concurrencyFrom, createBullmqRunner, createInProcessRunner, type JobRunner, queueNames } from '@vouch/jobs';
 import { createProcessors, startWorkers, type WorkerManager } from '@vouch/worker';
 import type { Queue } from 'bullmq';
 import pino from 'pino';
@@ -50,7 +50,7 @@ if (config.REDIS_URL) {
       redisUrl: config.REDIS_URL,
       prefix: config.BULLMQ_PREFIX,
       queues: queueNames,
-      concurrency: () => config.WORKER_CONCURRENCY,
+      concurrency: concurrencyFrom(process.env, config.WORKER_CONCURRENCY),
       processors: createProcessors(createServices(coreOptions), workerId),
       logger: logger.child({ component: 'worker' }),
     });
@@ -59,7 +59,7 @@ if (config.REDIS_URL) {
   const processorServices = createServices(coreOptions);
   jobs = createInProcessRunner({
     processors: createProcessors(processorServices, workerId),
-    concurrency: config.WORKER_CONCURRENCY,
+    concurrency: concurrencyFrom(process.env, config.WORKER_CONCURRENCY),
     waitMs: config.JOB_WAIT_TIMEOUT_MS,
     onError: (err, info) => logger.error({ err, jobId: info.id, jobName: info.name }, 'job failed'),
   });

@@ -1,5 +1,5 @@
 import { optionalString, parseConfig, positiveInt, sharedEnv } from '@vouch/config';
-import { type QueueName, queueNames } from '@vouch/jobs';
+import { concurrencyFrom, type QueueName, queueNames } from '@vouch/jobs';
 import { z } from 'zod';
 
 export const workerConfigSchema = z.object({
@@ -35,15 +35,4 @@ export function resolveQueues(list: string | undefined): QueueName[] {
   if (unknown.length)
     throw new Error(`WORKER_QUEUES names unknown queues: ${unknown.join(', ')} (known: ${queueNames.join(', ')})`);
   return wanted as QueueName[];
-}
-
-/** WORKER_CONCURRENCY_<QUEUE> (queue name upper-cased) overrides WORKER_CONCURRENCY for one queue. */
-export function concurrencyFrom(env: NodeJS.ProcessEnv, fallback: number) {
-  return (queue: QueueName): number => {
-    const raw = env[`WORKER_CONCURRENCY_${queue.toUpperCase()}`];
-    const value = raw === undefined || raw === '' ? fallback : Number(raw);
-    if (!Number.isInteger(value) || value < 1)
-      throw new Error(`WORKER_CONCURRENCY_${queue.toUpperCase()} must be a positive integer`);
-    return value;
-  };
 }

@@ -1,3 +1,3 @@
-export { concurrencyFrom, loadWorkerConfig, resolveQueues } from './config.ts';
+export { loadWorkerConfig, resolveQueues } from './config.ts';
 export { createProcessors } from './processors/index.ts';
 export { startWorkers, verifyProcessors, type WorkerManager } from './worker-manager.ts';

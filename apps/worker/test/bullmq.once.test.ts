@@ -11,6 +11,7 @@ import {
   createBullmqRunner,
   type JobContext,
   type JobRunner,
+  jobs,
   type Processors,
   queueNames,
 } from '../../../packages/jobs/src/index.ts';
@@ -26,6 +27,8 @@ describe.runIf(hasRedis)('BullMQ transport on a real Redis', () => {
   const prefix = testPrefix();
   let t: TestContext & { jobs?: JobRunner };
   let manager: WorkerManager;
+  // While set, recomputation chunks wait for it before they run.
+  let chunkGate: Promise<void> | null = null;
 
   beforeAll(async () => {
     t = await createTestApp({
@@ -38,6 +41,13 @@ describe.runIf(hasRedis)('BullMQ transport on a real Redis', () => {
       'scores.batch': async (payload: Parameters<Processors['scores.batch']>[0], ctx: JobContext) => {
         if (payload.entries[0]?.score === 999) await new Promise((resolve) => setTimeout(resolve, 600));
         return real['scores.batch'](payload, ctx);
+      },
+      'scores.recompute-chunk': async (
+        payload: Parameters<Processors['scores.recompute-chunk']>[0],
+        ctx: JobContext,
+      ) => {
+        await chunkGate;
+        return real['scores.recompute-chunk'](payload, ctx);
       },
     };
     manager = startWorkers({
@@ -76,6 +86,43 @@ describe.runIf(hasRedis)('BullMQ transport on a real Redis', () => {
     }
     expect(job).toMatchObject({ status: 'completed', progress: 100, result: { updated: 1 } });
     expect((await get(t.app, `/api/agents/${agent}/score`)).json().data.score).toBe(999);
+  });
+
+  it('runs a batch score while a recomputation holds every chunk slot, and then finishes the recomputation', async () => {
+    const agents = await Promise.all(Array.from({ length: 4 }, () => createAgent(t.app)));
+    let release!: () => void;
+    chunkGate = new Promise<void>((resolve) => {
+      release = resolve;
+    });
+    try {
+      // Four one-agent chunks on workers that run two at a time: two hold the slots, two wait.
+      const recompute = await t.jobs?.runFlow(
+        jobs.recompute,
+        { agents: 4, chunks: 4 },
+        agents.map((a) => ({ job: jobs.recomputeChunk, payload: { agents: [a] } })),
+        { waitMs: 20 },
+      );
+      expect(recompute?.state).toBe('pending');
+      const jobId = recompute?.state === 'pending' ? recompute.jobId : '';
+      // On the queue the chunks shared with batches, this one would wait behind them (a 202).
+      const batch = await post(t.app, '/api/agents/batch-scores', {
+        agents: [agents[0]],
+        scores: [640],
+        reasons: ['0x'],
+      });
+      expect(batch.statusCode).toBe(200);
+      expect((await get(t.app, `/api/jobs/${jobId}`)).json().data.status).toBe('waiting-children');
+      release();
+      let job = (await get(t.app, `/api/jobs/${jobId}`)).json().data;
+      for (let i = 0; i < 200 && job.status !== 'completed'; i++) {
+        await new Promise((resolve) => setTimeout(resolve, 25));
+        job = (await get(t.app, `/api/jobs/${jobId}`)).json().data;
+      }
+      expect(job).toMatchObject({ status: 'completed', result: { agents: 4, chunks: 4 } });
+    } finally {
+      release();
+      chunkGate = null;
+    }
   });
 
   it('carries a domain refusal from the worker back to the caller', async () => {

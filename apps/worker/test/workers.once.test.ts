@@ -37,6 +37,7 @@ describe.runIf(runnable)('two worker processes', () => {
           REDIS_URL: TEST_REDIS_URL,
           BULLMQ_PREFIX: prefix,
           WORKER_CONCURRENCY: '2',
+          WORKER_CONCURRENCY_RECOMPUTE: '2',
           LOG_LEVEL: 'debug',
           // A killed worker's jobs come back after the lock lapses.
           WORKER_LOCK_DURATION_MS: '2000',

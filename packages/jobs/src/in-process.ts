@@ -1,7 +1,15 @@
 import { randomUUID } from 'node:crypto';
 import { DomainJobError, JobFailedError } from './errors.ts';
 import type { Processors } from './processor.ts';
-import { type AnyJob, type JobName, type PayloadOf, type QueueName, queueNames, type ResultOf } from './registry.ts';
+import {
+  type AnyJob,
+  concurrencyFrom,
+  type JobName,
+  type PayloadOf,
+  type QueueName,
+  queueNames,
+  type ResultOf,
+} from './registry.ts';
 import type { EnqueueOptions, FlowChild, JobInfo, JobRunner, JobStatus, RunOutcome } from './runner.ts';
 
 interface Record {
@@ -18,8 +26,8 @@ interface Record {
 
 export interface InProcessOptions {
   processors: Processors;
-  /** Jobs of one queue running at once. */
-  concurrency?: number;
+  /** Jobs of each queue running at once (default: the queue's own default, else 4). */
+  concurrency?: (queue: QueueName) => number;
   waitMs: number;
   /** Finished jobs kept for GET /api/jobs/:id. */
   keepFinished?: number;
@@ -51,7 +59,8 @@ class Lane {
  */
 export function createInProcessRunner(options: InProcessOptions): JobRunner {
   const records = new Map<string, Record>();
-  const lanes = new Map<QueueName, Lane>(queueNames.map((q) => [q, new Lane(options.concurrency ?? 4)]));
+  const concurrency = options.concurrency ?? concurrencyFrom({}, 4);
+  const lanes = new Map<QueueName, Lane>(queueNames.map((q) => [q, new Lane(concurrency(q))]));
   const dedupe = new Map<string, string>();
   const keep = options.keepFinished ?? 5000;
   let closed = false;

@@ -41,7 +41,7 @@ export async function recomputeRig(opts: { agents: number; workers: number; env?
   const runner: JobRunner = createBullmqRunner({ redisUrl: redis.url, prefix, waitMs: 600_000 });
   const services = createServices({ db: database.db, jobs: runner });
   await seedScoredAgents(database.db, opts.agents);
-  const queue = new Queue('scores', { connection: redisOptionsFromUrl(redis.url), prefix });
+  const queue = new Queue('recompute', { connection: redisOptionsFromUrl(redis.url), prefix });
   const workers: Spawned[] = [];
 
   const rig: RecomputeRig = {
@@ -55,6 +55,7 @@ export async function recomputeRig(opts: { agents: number; workers: number; env?
         REDIS_URL: redis.url,
         BULLMQ_PREFIX: prefix,
         WORKER_CONCURRENCY: '2',
+        WORKER_CONCURRENCY_RECOMPUTE: '2',
         WORKER_LOCK_DURATION_MS: String(LOCK_MS),
         WORKER_STALLED_INTERVAL_MS: String(STALLED_INTERVAL_MS),
         ...opts.env,
