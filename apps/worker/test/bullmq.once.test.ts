@@ -60,6 +60,16 @@ describe.runIf(hasRedis)('BullMQ transport on a real Redis', () => {
     });
   });
 
+  /** GET /api/jobs/:id until the job completes (at most 5 s). */
+  async function completed(jobId: string) {
+    let job = (await get(t.app, `/api/jobs/${jobId}`)).json().data;
+    for (let i = 0; i < 100 && job.status !== 'completed'; i++) {
+      await new Promise((resolve) => setTimeout(resolve, 50));
+      job = (await get(t.app, `/api/jobs/${jobId}`)).json().data;
+    }
+    return job;
+  }
+
   afterAll(async () => {
     await manager?.close(5000);
     await t?.close();
@@ -78,12 +88,7 @@ describe.runIf(hasRedis)('BullMQ transport on a real Redis', () => {
     const agent = await createAgent(t.app);
     const res = await post(t.app, '/api/agents/batch-scores', { agents: [agent], scores: [999], reasons: ['0x'] });
     expect(res.statusCode).toBe(202);
-    const { jobId } = res.json().data;
-    let job = (await get(t.app, `/api/jobs/${jobId}`)).json().data;
-    for (let i = 0; i < 100 && job.status !== 'completed'; i++) {
-      await new Promise((resolve) => setTimeout(resolve, 50));
-      job = (await get(t.app, `/api/jobs/${jobId}`)).json().data;
-    }
+    const job = await completed(res.json().data.jobId);
     expect(job).toMatchObject({ status: 'completed', progress: 100, result: { updated: 1 } });
     expect((await get(t.app, `/api/agents/${agent}/score`)).json().data.score).toBe(999);
   });
@@ -113,11 +118,7 @@ describe.runIf(hasRedis)('BullMQ transport on a real Redis', () => {
       expect(batch.statusCode).toBe(200);
       expect((await get(t.app, `/api/jobs/${jobId}`)).json().data.status).toBe('waiting-children');
       release();
-      let job = (await get(t.app, `/api/jobs/${jobId}`)).json().data;
-      for (let i = 0; i < 200 && job.status !== 'completed'; i++) {
-        await new Promise((resolve) => setTimeout(resolve, 25));
-        job = (await get(t.app, `/api/jobs/${jobId}`)).json().data;
-      }
+      const job = await completed(jobId);
       expect(job).toMatchObject({ status: 'completed', result: { agents: 4, chunks: 4 } });
     } finally {
       release();
