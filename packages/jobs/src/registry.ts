@@ -12,7 +12,7 @@ export type QueueName = (typeof queueNames)[number];
  * goes faster with more worker processes (docs/jobs.md "Scaling"); the chunks have a queue of
  * their own so that batch scores and refreshes never wait behind a recomputation's chunks.
  */
-export const queueConcurrency: Readonly<Record<QueueName, number | null>> = {
+const queueConcurrency: Readonly<Record<QueueName, number | null>> = {
   scores: null,
   checks: null,
   recompute: 1,
