@@ -33,7 +33,7 @@ import { type Profile, productSettings, profiles } from './lib/profile.ts';
 import { NOISE_CORES, waitForQuiet } from './lib/quiet.ts';
 import { goalsTable, table, writeJson } from './lib/report.ts';
 import { summaryLine } from './lib/summary.ts';
-import { runHop } from './scenarios/hops.ts';
+import { runHop, runHttpHop } from './scenarios/hops.ts';
 import { runHealth, runP1, runP2, runP3, runP4 } from './scenarios/http.ts';
 import { runRecompute } from './scenarios/recompute.ts';
 import { runVerifyDirect } from './scenarios/verify-direct.ts';
@@ -159,6 +159,7 @@ async function main() {
   await step(ctx, 'X-verify-direct', () => runVerifyDirect(ctx));
   await step(ctx, 'X-hop-postgres', () => runHop(ctx, 'postgres'));
   await step(ctx, 'X-hop-redis', () => runHop(ctx, 'redis'));
+  await step(ctx, 'X-hop-http', () => runHttpHop(ctx, apiA as RunningApi));
   if (worker1) {
     delete ctx.pids.worker1;
     await worker1.stop();
@@ -229,6 +230,7 @@ async function main() {
       'X-verify-direct': `1 at a time, alternating between two pools of ${pool}`,
       'X-hop-postgres': 1,
       'X-hop-redis': 1,
+      'X-hop-http': 1,
     },
     /** What each Vouch process was started with (unset keys take the product's defaults). */
     processEnv: Object.fromEntries(

@@ -5,6 +5,7 @@ import { Redis } from 'ioredis';
 import { paced } from '../lib/closed-loop.ts';
 import { type Context, withCpu } from '../lib/context.ts';
 import { REDIS_URL } from '../lib/infra.ts';
+import { jobPhases, type Span, wallClock } from '../lib/job-phases.ts';
 import { sleep, spawnTs } from '../lib/procs.ts';
 import { productSettings } from '../lib/profile.ts';
 
@@ -41,17 +42,22 @@ export async function runB5(ctx: Context) {
     ctx.pids.b5worker = [proc.pid];
     await Promise.all([queue.waitUntilReady(), events.waitUntilReady()]);
     const options = jobOptions(jobs.verify);
+    const spans: Span[] = [];
     const op = async (i: number) => {
+      const start = wallClock();
       const job = await queue.add('noop', { i }, { ...options, jobId: `${QUEUE}-${randomUUID()}` });
       await job.waitUntilFinished(events, 10_000);
+      spans.push({ start, end: wallClock() });
     };
     const { profile } = ctx;
     if (profile.pacedWarmup) await paced({ ratePerSec: profile.pacedRate, count: profile.pacedWarmup, op });
+    spans.length = 0;
     const { result, cpu } = await withCpu(ctx, () =>
       paced({ ratePerSec: profile.pacedRate, count: profile.pacedCount, op }),
     );
     if (result.errors) throw new Error(`B5: ${result.errors} errors, first: ${result.firstError}`);
     return {
+      phases: await jobPhases(ctx.prefix, QUEUE, spans).catch((error: Error) => ({ error: error.message })),
       what: 'raw BullMQ round trip: add → no-op worker (own process) → waitUntilFinished, one at a time',
       ratePerSec: profile.pacedRate,
       warmupCount: profile.pacedWarmup,

@@ -8,31 +8,36 @@ import { Agent, request } from 'node:http';
 export function pacedClient(base: string) {
   const agent = new Agent({ keepAlive: true, maxSockets: 1 });
   const url = new URL(base);
+  function send(method: 'GET' | 'POST', path: string, body?: unknown): Promise<{ status: number; body: string }> {
+    const payload = body === undefined ? undefined : JSON.stringify(body);
+    return new Promise((resolve, reject) => {
+      const req = request(
+        {
+          agent,
+          host: url.hostname,
+          port: url.port,
+          method,
+          path,
+          headers:
+            payload === undefined
+              ? {}
+              : { 'content-type': 'application/json', 'content-length': Buffer.byteLength(payload) },
+        },
+        (res) => {
+          const chunks: Buffer[] = [];
+          res.on('data', (c: Buffer) => chunks.push(c));
+          res.on('end', () => resolve({ status: res.statusCode ?? 0, body: Buffer.concat(chunks).toString() }));
+          res.on('error', reject);
+        },
+      );
+      req.setTimeout(10_000, () => req.destroy(new Error('request timed out after 10 s')));
+      req.on('error', reject);
+      req.end(payload);
+    });
+  }
   return {
-    post(path: string, body: unknown): Promise<{ status: number; body: string }> {
-      const payload = JSON.stringify(body);
-      return new Promise((resolve, reject) => {
-        const req = request(
-          {
-            agent,
-            host: url.hostname,
-            port: url.port,
-            method: 'POST',
-            path,
-            headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(payload) },
-          },
-          (res) => {
-            const chunks: Buffer[] = [];
-            res.on('data', (c: Buffer) => chunks.push(c));
-            res.on('end', () => resolve({ status: res.statusCode ?? 0, body: Buffer.concat(chunks).toString() }));
-            res.on('error', reject);
-          },
-        );
-        req.setTimeout(10_000, () => req.destroy(new Error('request timed out after 10 s')));
-        req.on('error', reject);
-        req.end(payload);
-      });
-    },
+    post: (path: string, body: unknown) => send('POST', path, body),
+    get: (path: string) => send('GET', path),
     close() {
       agent.destroy();
     },

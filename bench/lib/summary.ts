@@ -14,12 +14,22 @@ export function summaryLine(s: Record<string, unknown>): string {
   const unprepared = (s.unprepared as { latency?: LatencySummary } | undefined)?.latency;
   if (unprepared && unprepared.count > 0)
     parts.push(`without prepared statements p50 ${ms(unprepared.p50)}, p99 ${ms(unprepared.p99)}`);
+  const bare = (s.bareFastify as { latency?: LatencySummary } | undefined)?.latency;
+  if (bare && bare.count > 0) parts.push(`bare Fastify p50 ${ms(bare.p50)}, p99 ${ms(bare.p99)}`);
   if (typeof s.medianMs === 'number') parts.push(`median ${ms(s.medianMs)} of ${JSON.stringify(s.runsMs)}`);
   if (typeof s.serverCpuMicrosPerRequest === 'number') parts.push(`server CPU ${s.serverCpuMicrosPerRequest} µs/req`);
   const memory = s.memory as { peakRssMB?: number } | undefined;
   if (memory?.peakRssMB) parts.push(`server peak RSS ${memory.peakRssMB} MB`);
   if (typeof s.overspendFree === 'boolean')
     parts.push(s.overspendFree ? '0 overspend' : 'OVERSPEND OR LEDGER MISMATCH');
+  const phases = s.phases as (Record<string, { mean: number }> & { error?: string }) | undefined;
+  if (phases?.error) parts.push(`phases not timed: ${phases.error}`);
+  else if (phases) {
+    const means = ['toQueued', 'queuedToStarted', 'running', 'finishedToAnswer'].map(
+      (k) => phases[k]?.mean ?? Number.NaN,
+    );
+    parts.push(`mean ms sent→created→asked→done→answered: ${means.map((v) => v.toFixed(2)).join(' + ')}`);
+  }
   const cpu = s.cpu as Record<string, number> | undefined;
   if (cpu) {
     const busy = Object.entries(cpu)

@@ -1,14 +1,18 @@
 import { Redis } from 'ioredis';
 import pg from 'pg';
 import { paced } from '../lib/closed-loop.ts';
-import { type Context, withCpu } from '../lib/context.ts';
+import { type Context, type RunningApi, withCpu } from '../lib/context.ts';
+import { pacedClient } from '../lib/http-paced.ts';
 import { REDIS_URL } from '../lib/infra.ts';
+import { freePort, spawnJs, waitForHttp } from '../lib/procs.ts';
+import { LatencyRecorder } from '../lib/stats.ts';
 
 /**
  * Extras, for P4: one bare round trip from the harness to PostgreSQL (`SELECT 1`) or to Redis
- * (`PING`), one at a time and paced like P4 and B5. What a single hop between two processes
- * costs at that pace on this machine, when every process sleeps between requests; P4 makes
- * more such hops than B5 (the HTTP request and its answer, the verification's statements).
+ * (`PING`), one at a time and paced like P4 and B5 (the HTTP hop: `runHttpHop`). What a single
+ * hop between two processes costs at that pace on this machine, when every process sleeps
+ * between requests; P4 makes more such hops than B5 (the HTTP request and its answer, the
+ * verification's statements).
  */
 export async function runHop(ctx: Context, target: 'postgres' | 'redis') {
   const { profile } = ctx;
@@ -35,5 +39,53 @@ export async function runHop(ctx: Context, target: 'postgres' | 'redis') {
     );
     if (result.errors) throw new Error(`${what}: ${result.errors} errors, first: ${result.firstError}`);
     return { what: `${what}, one at a time, paced like P4`, ratePerSec: profile.pacedRate, ...result, cpu };
+  }
+}
+
+/**
+ * The HTTP hop: `GET /health` on the API and `GET /hello` on B1's bare Fastify server (started
+ * again for this), one at a time, paced like P4, calls alternating between the two so both are
+ * measured at the same moments. `latency` is the API's, `bareFastify.latency` B1's: what a
+ * keep-alive HTTP round trip between two Node processes costs at this pace whatever the route.
+ */
+export async function runHttpHop(ctx: Context, api: RunningApi) {
+  const port = await freePort();
+  const b1 = spawnJs(
+    'b1-fastify-paced',
+    ['bench/baselines/b1-server.mjs', String(port)],
+    { NODE_ENV: 'production' },
+    ctx.logDir,
+  );
+  const clients = [pacedClient(api.base), pacedClient(`http://127.0.0.1:${port}`)] as const;
+  const paths = ['/health', '/hello'] as const;
+  try {
+    await waitForHttp(`http://127.0.0.1:${port}/hello`, b1);
+    let recorders = [new LatencyRecorder(), new LatencyRecorder()] as const;
+    const op = async (i: number) => {
+      const k = (i % 2) as 0 | 1;
+      const t0 = performance.now();
+      const res = await clients[k].get(paths[k]);
+      if (res.status !== 200) throw new Error(`GET ${paths[k]} answered ${res.status}`);
+      recorders[k].record(performance.now() - t0);
+    };
+    const { profile } = ctx;
+    await paced({ ratePerSec: profile.pacedRate, count: profile.pacedWarmup, op });
+    recorders = [new LatencyRecorder(), new LatencyRecorder()];
+    const { result, cpu } = await withCpu(ctx, () =>
+      paced({ ratePerSec: profile.pacedRate, count: profile.pacedCount, op }),
+    );
+    if (result.errors) throw new Error(`HTTP hop: ${result.errors} errors, first: ${result.firstError}`);
+    return {
+      what: 'GET /health on the API (latency) and GET /hello on a bare Fastify server (bareFastify), keep-alive, one at a time, alternating, paced like P4',
+      ratePerSec: profile.pacedRate,
+      ...result,
+      ops: recorders[0].count,
+      latency: recorders[0].summary(),
+      bareFastify: { ops: recorders[1].count, latency: recorders[1].summary() },
+      cpu,
+    };
+  } finally {
+    for (const client of clients) client.close();
+    await b1.stop();
   }
 }
