@@ -4,6 +4,7 @@ import type { Queue } from 'bullmq';
 import Fastify, { type FastifyBaseLogger, LogController } from 'fastify';
 import { validatorCompiler, type ZodTypeProvider } from 'fastify-type-provider-zod';
 import { type EdgeDeps, edgePlugin } from './edge.ts';
+import { coalesceWritesPlugin } from './plugins/coalesce-writes.ts';
 import { errorsPlugin } from './plugins/errors.ts';
 import { queueDashboard } from './plugins/queue-dashboard.ts';
 import { agentsRoutes } from './routes/agents.routes.ts';
@@ -23,6 +24,8 @@ export interface AppDeps extends EdgeDeps {
   bodyLimit?: number;
   /** BullMQ queues to show at /admin/queues (absent for the in-process runner). */
   queues?: Queue[];
+  /** Write the answers of one event-loop turn together (default on; plugins/coalesce-writes.ts). */
+  coalesceWrites?: boolean;
 }
 
 const REQUEST_ID_RE = /^[\w.:-]{1,128}$/;
@@ -56,6 +59,7 @@ export async function buildApp(deps: AppDeps) {
     done();
   });
 
+  if (deps.coalesceWrites ?? true) await app.register(coalesceWritesPlugin);
   await app.register(errorsPlugin);
   await app.register(edgePlugin, deps);
   await app.register(agentsRoutes, { services: deps.services });

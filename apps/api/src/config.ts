@@ -23,6 +23,11 @@ export const apiConfigSchema = z.object({
     .enum(['on', 'off'])
     .default('on')
     .transform((v) => v === 'on'),
+  /** Write the answers finished in one event-loop turn together (plugins/coalesce-writes.ts). */
+  COALESCE_WRITES: z
+    .enum(['on', 'off'])
+    .default('on')
+    .transform((v) => v === 'on'),
   ...edgeEnv,
 });
 

@@ -96,6 +96,7 @@ const app = await buildApp({
   logger,
   trustProxy: config.TRUST_PROXY,
   bodyLimit: config.BODY_LIMIT_BYTES,
+  coalesceWrites: config.COALESCE_WRITES,
   queues,
   database,
   jobs,

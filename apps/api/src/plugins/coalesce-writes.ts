@@ -1,0 +1,23 @@
+import type { FastifyInstance } from 'fastify';
+import fp from 'fastify-plugin';
+
+/**
+ * Writes the answers that one turn of the event loop finished together, at the end of
+ * that turn, instead of each right after its request was read.
+ *
+ * Node reads every socket that became readable in one poll phase, and a request served
+ * from memory is answered within its own read callback. Written there, each answer
+ * lands while the client is idle again and has to wake it: on a loaded host that wake-up
+ * costs more than the route (bench/README.md, "Coalesced writes"). Deferred with
+ * `setImmediate`, the answers of one poll phase go out back to back in the check phase
+ * that follows it, and the client wakes once for all of them. An idle server loses
+ * nothing: the check phase comes right after the poll phase that read the request.
+ */
+export const coalesceWritesPlugin = fp(
+  async (app: FastifyInstance) => {
+    app.addHook('onSend', (_request, _reply, payload, done) => {
+      setImmediate(done, null, payload);
+    });
+  },
+  { name: 'vouch-coalesce-writes' },
+);
