@@ -15,7 +15,7 @@ const DAY_MS = 86_400_000;
 
 type Plugin = Parameters<Kysely<DB>['withPlugin']>[0];
 
-/** The kind of each statement the database executed through `db` (subqueries are not statements; the read is a raw call of `vouch_verification_facts`). */
+/** The kind of each statement the database executed through `db` (subqueries are not statements; the read and the store are raw statements calling `vouch_verification_facts`). */
 function countingDb(db: Kysely<DB>) {
   const kinds = new Map<unknown, string>();
   const executed: string[] = [];
@@ -104,7 +104,7 @@ const verificationsOf = (address: string) =>
   database.db.selectFrom('verifications').selectAll().where('agent', '=', address).orderBy('id').execute();
 
 describe('verify', () => {
-  it('makes one read and one write for a known agent with an owner, and stores the screenings and the result', async () => {
+  it('makes one read and one store for a known agent with an owner, and stores the screenings and the result', async () => {
     const agent = await insertAgent({ owner: ETH_LISTED, firstSeenDaysAgo: 3, score: 420 });
     await insertTx(agent, 1);
     await insertTx(agent, 2);
@@ -113,7 +113,7 @@ describe('verify', () => {
 
     const result = await verify(agent);
 
-    expect(executed).toEqual(['RawNode', 'InsertQueryNode']);
+    expect(executed).toEqual(['RawNode', 'RawNode']);
     expect(result).toMatchObject({
       address: agent,
       score: 420,
@@ -154,11 +154,11 @@ describe('verify', () => {
     });
   });
 
-  it('an unknown address still gets one read and one write, with its screening alone', async () => {
+  it('an unknown address still gets one read and one store, with its screening alone', async () => {
     const clean = randomAddress();
     const first = verifier();
     expect(await first.verify(clean)).toMatchObject({ status: 'UNVERIFIED', passed: 2, score: 0, grade: 'D' });
-    expect(first.executed).toEqual(['RawNode', 'InsertQueryNode']);
+    expect(first.executed).toEqual(['RawNode', 'RawNode']);
     expect(await screeningsOf([clean])).toEqual([
       { address: clean, sanctioned: false, matched_lists: [], snapshot_id: snapshotId, created_at: clock.now },
     ]);
@@ -167,7 +167,7 @@ describe('verify', () => {
     const result = await second.verify(USDT_ONLY);
     expect(result).toMatchObject({ status: 'SUSPICIOUS', passed: 1, checks: { sanctionsScreening: false } });
     expect(result.checkDetails.sanctionsScreening).toBe('the address is on the OFAC SDN list (USDT)');
-    expect(second.executed).toEqual(['RawNode', 'InsertQueryNode']);
+    expect(second.executed).toEqual(['RawNode', 'RawNode']);
     expect(await screeningsOf([USDT_ONLY])).toEqual([
       { address: USDT_ONLY, sanctioned: true, matched_lists: ['USDT'], snapshot_id: snapshotId, created_at: clock.now },
     ]);
@@ -219,6 +219,80 @@ describe('verify', () => {
     expect(await verificationsOf(agent)).toEqual([]);
   });
 
+  it('verifies an address again in one statement while its facts are unchanged', async () => {
+    const owner = randomAddress();
+    const agent = await insertAgent({ owner, firstSeenDaysAgo: 3, score: 420 });
+    await insertTx(agent, 1);
+    const { verify, executed } = verifier();
+    const first = await verify(agent);
+    expect(executed).toEqual(['RawNode', 'RawNode']);
+
+    clock.now = new Date(clock.now.getTime() + 1000);
+    executed.length = 0;
+    const again = await verify(agent);
+    expect(executed).toEqual(['RawNode']);
+    expect(again).toEqual({ ...first, verifiedAt: first.verifiedAt + 1 });
+    const stored = await verificationsOf(agent);
+    expect(stored).toHaveLength(2);
+    expect(stored[1]).toMatchObject({
+      status: again.status,
+      passed: again.passed,
+      checks: again.checks,
+      check_details: again.checkDetails,
+      created_at: clock.now,
+    });
+    expect(await screeningsOf([agent, owner])).toEqual([
+      { address: agent, sanctioned: false, matched_lists: [], snapshot_id: snapshotId, created_at: clock.now },
+      { address: owner, sanctioned: false, matched_lists: [], snapshot_id: snapshotId, created_at: clock.now },
+    ]);
+  });
+
+  it('evaluates the current facts when they changed since the address was last verified, storing once', async () => {
+    const agent = await insertAgent({ owner: null, firstSeenDaysAgo: 3, score: 420 });
+    const { verify, executed } = verifier();
+    const tick = () => {
+      clock.now = new Date(clock.now.getTime() + 1000);
+      executed.length = 0;
+    };
+    expect((await verify(agent)).checks.activityLevel).toBe(false);
+
+    // A transaction recorded since.
+    await insertTx(agent, 29.99);
+    tick();
+    const withTx = await verify(agent);
+    expect(withTx.checks.activityLevel).toBe(true);
+    expect(executed).toEqual(['RawNode', 'RawNode']);
+
+    // An owner set since, one on the sanctions list.
+    await database.db
+      .updateTable('agents')
+      .set({ owner: ETH_LISTED, owner_changed_at: clock.now })
+      .where('address', '=', agent)
+      .execute();
+    tick();
+    const owned = await verify(agent);
+    expect(owned.checks).toMatchObject({ activityLevel: true, sanctionsScreening: false, ownershipStability: false });
+    expect(executed).toEqual(['RawNode', 'RawNode']);
+    expect(await screeningsOf([agent, ETH_LISTED])).toEqual([
+      { address: agent, sanctioned: false, matched_lists: [], snapshot_id: snapshotId, created_at: clock.now },
+      { address: ETH_LISTED, sanctioned: true, matched_lists: ['ETH'], snapshot_id: snapshotId, created_at: clock.now },
+    ]);
+
+    // Nothing changed: one statement again.
+    tick();
+    expect(await verify(agent)).toEqual({ ...owned, verifiedAt: owned.verifiedAt + 1 });
+    expect(executed).toEqual(['RawNode']);
+
+    // The transaction has left the 30-day window: the facts changed with the time alone.
+    clock.now = new Date(clock.now.getTime() + DAY_MS / 50);
+    executed.length = 0;
+    expect((await verify(agent)).checks.activityLevel).toBe(false);
+    expect(executed).toEqual(['RawNode', 'RawNode']);
+
+    const stored = await verificationsOf(agent);
+    expect(stored.map((v) => v.checks.activityLevel)).toEqual([false, true, true, true, false]);
+  });
+
   it('reads the chain: bytecode alongside the read, owner() for an agent with an owner', async () => {
     const owner = randomAddress();
     const agent = await insertAgent({ owner, firstSeenDaysAgo: 10, score: 800 });
@@ -237,7 +311,7 @@ describe('verify', () => {
     const { verify, executed } = verifier(chain);
     const result = await verify(agent);
     expect(calls).toEqual([`hasCode ${agent}`, `owner ${agent}`]);
-    expect(executed).toEqual(['RawNode', 'InsertQueryNode']);
+    expect(executed).toEqual(['RawNode', 'RawNode']);
     expect(result).toMatchObject({ status: 'VERIFIED', passed: 8 });
     expect(result.checkDetails.ownerConsistency).toBe(`on-chain owner() is the registered owner ${owner}`);
 

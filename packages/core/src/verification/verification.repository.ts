@@ -25,40 +25,75 @@ export interface VerificationFactsRow {
   owner_lists: string[] | null;
 }
 
+/** The facts and a fingerprint of them that PostgreSQL computes: equal fingerprints, equal facts. */
+export interface FingerprintedFacts extends VerificationFactsRow {
+  fingerprint: string;
+}
+
+/** The facts of `vouch_verification_facts` and their fingerprint, as a query to select from. */
+const factsOf = (address: string, since: Date) =>
+  sql`SELECT f.*, md5(f::text) AS fingerprint FROM vouch_verification_facts(${address}, ${since}) AS f`;
+
 /**
  * One call of a PL/pgSQL function, which keeps the plan of its five-table query for the
  * session (planning it on every call cost more than running it), as a prepared statement.
  * Always exactly one row.
  */
-export async function readVerificationFacts(db: Executor, address: string, since: Date): Promise<VerificationFactsRow> {
-  const query = sql<VerificationFactsRow>`SELECT * FROM vouch_verification_facts(${address}, ${since})`;
-  const { rows } = await runPrepared(db, query.compile(db));
+export async function readVerificationFacts(db: Executor, address: string, since: Date): Promise<FingerprintedFacts> {
+  const { rows } = await runPrepared(db, sql<FingerprintedFacts>`${factsOf(address, since)}`.compile(db));
   const row = rows[0];
   if (!row) throw new Error('vouch_verification_facts returned no row');
   return row;
 }
 
+export interface StoreVerification {
+  /** The facts are read again as the statement runs… */
+  since: Date;
+  /**
+   * …and the verification is stored only if they still have this fingerprint (the facts
+   * it was evaluated from); null stores it whatever the facts are now.
+   */
+  expected: string | null;
+  screenings: Screening[];
+  snapshotId: string | null;
+  verification: VerificationResult;
+  now: Date;
+}
+
 /**
  * Stores the screenings a verification made and the verification itself in one prepared
- * statement (one commit): both are kept or neither is.
+ * statement (one commit): both are kept or neither is. With an expected fingerprint the
+ * same statement reads the facts again and stores only if they still have it; when they
+ * do not, nothing is stored and the current facts come back for the caller to evaluate.
+ * Without one, the facts are not read (the function is behind a one-time filter).
  */
-export async function insertVerification(
+export async function storeVerification(
   db: Executor,
-  v: { screenings: Screening[]; snapshotId: string | null; verification: VerificationResult; now: Date },
-): Promise<void> {
-  const insert = db
-    .with('s', (qc) => qc.insertInto('sanctions_screenings').values(screeningRows(v.screenings, v.snapshotId, v.now)))
-    .insertInto('verifications')
-    .values({
-      agent: v.verification.address,
-      status: v.verification.status,
-      passed: v.verification.passed,
-      total: v.verification.total,
-      score: v.verification.score,
-      grade: v.verification.grade,
-      checks: JSON.stringify(v.verification.checks),
-      check_details: JSON.stringify(v.verification.checkDetails),
-      created_at: v.now,
-    });
-  await runPrepared(db, insert.compile());
+  v: StoreVerification,
+): Promise<{ stored: true } | { stored: false; facts: FingerprintedFacts }> {
+  const r = v.verification;
+  const expected = sql`${v.expected}::text`;
+  const screenings = JSON.stringify(screeningRows(v.screenings, v.snapshotId, v.now));
+  const statement = sql<{ stored: boolean } & FingerprintedFacts>`
+    WITH f AS (SELECT * FROM (${factsOf(r.address, v.since)}) AS current WHERE ${expected} IS NOT NULL),
+    ok AS (SELECT 1 WHERE ${expected} IS NULL UNION ALL SELECT 1 FROM f WHERE f.fingerprint = ${expected}),
+    s AS (
+      INSERT INTO sanctions_screenings (address, sanctioned, matched_lists, snapshot_id, created_at)
+      SELECT x.address, x.sanctioned, ARRAY(SELECT jsonb_array_elements_text(x.matched_lists)), x.snapshot_id, x.created_at
+      FROM ok, jsonb_to_recordset(${screenings}::jsonb)
+        AS x(address text, sanctioned boolean, matched_lists jsonb, snapshot_id bigint, created_at timestamptz)
+    ),
+    v AS (
+      INSERT INTO verifications (agent, status, passed, total, score, grade, checks, check_details, created_at)
+      SELECT ${r.address}::text, ${r.status}::text, ${r.passed}::int, ${r.total}::int, ${r.score}::int,
+        ${r.grade}::text, ${JSON.stringify(r.checks)}::jsonb, ${JSON.stringify(r.checkDetails)}::jsonb, ${v.now}::timestamptz
+      FROM ok
+    )
+    SELECT EXISTS (SELECT 1 FROM ok) AS stored, f.* FROM (SELECT 1) AS one LEFT JOIN f ON true`;
+  const { rows } = await runPrepared(db, statement.compile(db));
+  const row = rows[0];
+  if (!row) throw new Error('the verification statement returned no row');
+  const { stored, ...facts } = row;
+  if (stored) return { stored: true };
+  return { stored: false, facts };
 }

@@ -1,5 +1,6 @@
 import type { DB, Kysely } from '@vouch/db';
 import { type Grade, gradeFor } from '../agents/agents.model.ts';
+import type { Screening } from '../sanctions/sanctions.repository.ts';
 import { type Clock, toUnixSeconds } from '../shared/clock.ts';
 import type { ChainReader } from './chain.ts';
 import {
@@ -7,6 +8,7 @@ import {
   checkKeys,
   evaluateChecks,
   statusFor,
+  type VerificationFacts,
   type VerificationResult,
   type VerificationStatus,
   type VerificationThresholds,
@@ -21,46 +23,63 @@ export interface VerificationDeps {
 }
 
 const DAY_MS = 86_400_000;
+/** Addresses whose last facts a process remembers; the one remembered longest ago is forgotten first. */
+const REMEMBERED_ADDRESSES = 10_000;
+
+type ChainFact = VerificationFacts['code'];
+type OwnerFact = VerificationFacts['onChainOwner'];
 
 export function createVerificationService({ db, clock, chain, thresholds }: VerificationDeps) {
-  return {
-    /** Runs the 8 checks on any well-formed address and stores the result. */
-    async verify(address: string): Promise<VerificationResult> {
-      const now = clock();
-      const since = new Date(now.getTime() - thresholds.activityWindowDays * DAY_MS);
-      // One read and one write; the bytecode read runs alongside the read, owner() once the
-      // read has given the registered owner.
-      const read = repo.readVerificationFacts(db, address, since);
-      const [facts, code, onChainOwner] = await Promise.all([
-        read,
-        chain ? chain.hasCode(address) : null,
-        read.then((f) => (chain && f.owner ? chain.owner(address) : null)),
-      ]);
-      const owner = facts.owner;
-      const addressSanctions = facts.address_lists ?? [];
-      const ownerSanctions = owner ? (facts.owner_lists ?? []) : [];
-      const score = facts.score ?? 0;
-      const results = evaluateChecks(
-        {
-          known: facts.known,
-          registered: facts.is_registered ?? false,
-          firstSeenAt: facts.first_seen_at,
-          owner,
-          ownerChangedAt: facts.owner_changed_at,
-          score,
-          recentTransactions: facts.recent_transactions ?? 0,
-          code,
-          onChainOwner,
-          addressSanctions,
-          ownerSanctions,
-        },
-        thresholds,
-        now,
-      );
-      const checks = Object.fromEntries(checkKeys.map((k) => [k, results[k].passed])) as Record<CheckKey, boolean>;
-      const checkDetails = Object.fromEntries(checkKeys.map((k) => [k, results[k].detail])) as Record<CheckKey, string>;
-      const passed = checkKeys.filter((k) => checks[k]).length;
-      const result: VerificationResult = {
+  /**
+   * The facts each address was last verified with in this process. Verifying it again
+   * evaluates them at once and stores in the same statement that reads the facts again,
+   * on condition that they are unchanged: one round trip instead of a read and a write.
+   * A stale entry costs nothing but the round trip it meant to save: the statement then
+   * stores nothing and returns the current facts.
+   */
+  const remembered = new Map<string, repo.FingerprintedFacts>();
+  function remember(address: string, facts: repo.FingerprintedFacts) {
+    remembered.delete(address);
+    remembered.set(address, facts);
+    if (remembered.size > REMEMBERED_ADDRESSES) remembered.delete(remembered.keys().next().value as string);
+  }
+
+  function evaluate(
+    address: string,
+    facts: repo.VerificationFactsRow,
+    code: ChainFact,
+    onChainOwner: OwnerFact,
+    now: Date,
+  ): { result: VerificationResult; screenings: Screening[] } {
+    const owner = facts.owner;
+    const addressSanctions = facts.address_lists ?? [];
+    const ownerSanctions = owner ? (facts.owner_lists ?? []) : [];
+    const score = facts.score ?? 0;
+    const results = evaluateChecks(
+      {
+        known: facts.known,
+        registered: facts.is_registered ?? false,
+        firstSeenAt: facts.first_seen_at,
+        owner,
+        ownerChangedAt: facts.owner_changed_at,
+        score,
+        recentTransactions: facts.recent_transactions ?? 0,
+        code,
+        onChainOwner,
+        addressSanctions,
+        ownerSanctions,
+      },
+      thresholds,
+      now,
+    );
+    const checks = Object.fromEntries(checkKeys.map((k) => [k, results[k].passed])) as Record<CheckKey, boolean>;
+    const checkDetails = Object.fromEntries(checkKeys.map((k) => [k, results[k].detail])) as Record<CheckKey, string>;
+    const passed = checkKeys.filter((k) => checks[k]).length;
+    // The address and its owner are screened as the sanctions service screens them.
+    const screened = [{ address, lists: addressSanctions }];
+    if (owner) screened.push({ address: owner, lists: ownerSanctions });
+    return {
+      result: {
         address,
         status: statusFor(passed),
         grade: gradeFor(score),
@@ -70,17 +89,53 @@ export function createVerificationService({ db, clock, chain, thresholds }: Veri
         passed,
         total: checkKeys.length,
         verifiedAt: toUnixSeconds(now),
+      },
+      screenings: screened.map((r) => ({ ...r, sanctioned: r.lists.length > 0 })),
+    };
+  }
+
+  return {
+    /**
+     * Runs the 8 checks on any well-formed address and stores the result. The bytecode
+     * read starts at once; owner() is asked once the facts say the agent has an owner.
+     * An address verified before: its remembered facts are evaluated and stored in one
+     * statement if still current. Otherwise (or when they changed): the facts read, then
+     * evaluated and stored.
+     */
+    async verify(address: string): Promise<VerificationResult> {
+      const now = clock();
+      const since = new Date(now.getTime() - thresholds.activityWindowDays * DAY_MS);
+      const code = chain ? chain.hasCode(address) : null;
+      // Awaited below; a reader that rejects instead of answering must not go unhandled meanwhile.
+      code?.catch(() => {});
+      let ownerRead: Promise<OwnerFact> | undefined;
+      const onChainOwner = (facts: repo.VerificationFactsRow) => {
+        if (!chain || !facts.owner) return null;
+        ownerRead ??= chain.owner(address);
+        return ownerRead;
       };
-      // The address and its owner are screened as the sanctions service screens them.
-      const screened = [{ address, lists: addressSanctions }];
-      if (owner) screened.push({ address: owner, lists: ownerSanctions });
-      await repo.insertVerification(db, {
-        screenings: screened.map((r) => ({ ...r, sanctioned: r.lists.length > 0 })),
-        snapshotId: facts.snapshot_id,
-        verification: result,
-        now,
-      });
-      return result;
+
+      const known = remembered.get(address);
+      let facts = known ?? (await repo.readVerificationFacts(db, address, since));
+      let expected = known ? known.fingerprint : null;
+      for (;;) {
+        const { result, screenings } = evaluate(address, facts, await code, await onChainOwner(facts), now);
+        const outcome = await repo.storeVerification(db, {
+          since,
+          expected,
+          screenings,
+          snapshotId: facts.snapshot_id,
+          verification: result,
+          now,
+        });
+        if (outcome.stored) {
+          remember(address, facts);
+          return result;
+        }
+        // The remembered facts were stale: evaluate the current ones, and store whatever they are.
+        facts = outcome.facts;
+        expected = null;
+      }
     },
 
     /** Stored verifications of an address, newest first. */
