@@ -2,7 +2,16 @@ import { randomUUID } from 'node:crypto';
 import { FlowProducer, Job, type JobsOptions, Queue, QueueEvents } from 'bullmq';
 import { Redis, type RedisOptions } from 'ioredis';
 import { DomainJobError, decodeJobError, JobFailedError, JobsUnavailableError } from './errors.ts';
-import { type AnyJob, jobsByName, type PayloadOf, type QueueName, queueNames, type ResultOf } from './registry.ts';
+import {
+  type AnyJob,
+  assertAwaited,
+  awaitedQueues,
+  jobsByName,
+  type PayloadOf,
+  type QueueName,
+  queueNames,
+  type ResultOf,
+} from './registry.ts';
 import type { EnqueueOptions, FlowChild, JobInfo, JobRunner, JobStatus, RunOutcome } from './runner.ts';
 
 /** A producer command that takes longer than this counts as Redis being unavailable. */
@@ -83,6 +92,9 @@ export function createBullmqRunner(options: BullmqOptions): JobRunner & { queues
     const queue = new Queue(name, { connection: producer, prefix });
     queue.on('error', (error) => options.onError?.(error));
     queues.set(name, queue);
+  }
+  // Completion events only of the queues whose jobs a producer waits for.
+  for (const name of awaitedQueues) {
     const queueEvents = new QueueEvents(name, {
       connection: { ...blockingConnection(options.redisUrl), retryStrategy },
       prefix,
@@ -158,7 +170,7 @@ export function createBullmqRunner(options: BullmqOptions): JobRunner & { queues
    */
   async function wait<R>(job: Job, def: AnyJob, waitMs: number): Promise<RunOutcome<R>> {
     const queueEvents = events.get(def.queue);
-    if (!queueEvents) throw new Error(`no events for ${def.queue}`);
+    if (!queueEvents) throw new Error(`no events followed for ${def.queue}`);
     const id = job.id as string;
     // BullMQ starts its own timer only once the queue is ready; this one bounds the whole wait.
     const finished = await within(
@@ -197,6 +209,7 @@ export function createBullmqRunner(options: BullmqOptions): JobRunner & { queues
     queues,
 
     async run<J extends AnyJob>(job: J, payload: PayloadOf<J>, opts?: { waitMs?: number }) {
+      assertAwaited(job);
       const data = job.payload.parse(payload);
       const added = await guarded(() =>
         queueFor(job).add(job.name, data, { ...jobOptions(job), jobId: `${job.queue}-${randomUUID()}` }),
@@ -210,6 +223,7 @@ export function createBullmqRunner(options: BullmqOptions): JobRunner & { queues
       children: FlowChild[],
       opts?: { waitMs?: number },
     ) {
+      assertAwaited(parent);
       const node = await guarded(() =>
         flows.add({
           name: parent.name,

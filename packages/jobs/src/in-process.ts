@@ -3,6 +3,7 @@ import { DomainJobError, JobFailedError } from './errors.ts';
 import type { Processors } from './processor.ts';
 import {
   type AnyJob,
+  assertAwaited,
   concurrencyFrom,
   type JobName,
   type PayloadOf,
@@ -173,6 +174,7 @@ export function createInProcessRunner(options: InProcessOptions): JobRunner {
     kind: 'in-process',
 
     async run<J extends AnyJob>(job: J, payload: PayloadOf<J>, opts?: { waitMs?: number }) {
+      assertAwaited(job);
       const record = create(job, payload, 'waiting');
       schedule(record);
       return wait<ResultOf<J>>(record, opts?.waitMs ?? options.waitMs);
@@ -184,6 +186,7 @@ export function createInProcessRunner(options: InProcessOptions): JobRunner {
       children: FlowChild[],
       opts?: { waitMs?: number },
     ) {
+      assertAwaited(parent);
       const parentRecord = create(parent, payload, 'waiting-children');
       const childRecords = children.map((c) => create(c.job, c.payload, 'waiting'));
       parentRecord.children = childRecords.map((r) => r.info.id);

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { concurrencyFrom, jobs, queueNames } from './registry.ts';
+import { assertAwaited, awaitedQueues, concurrencyFrom, jobs, queueNames } from './registry.ts';
 
 describe('concurrencyFrom', () => {
   it('gives recomputation chunks one at a time per process and the other queues WORKER_CONCURRENCY', () => {
@@ -33,5 +33,18 @@ describe('queues', () => {
       'scores',
       'scores',
     ]);
+  });
+});
+
+describe('awaited jobs', () => {
+  it('follows the events of the queues producers wait on, not those of recomputation chunks', () => {
+    expect(awaitedQueues).toEqual(['scores', 'checks']);
+    expect(jobs.recomputeChunk.awaited).toBe(false);
+    expect(jobs.recompute.awaited).toBe(true);
+  });
+
+  it('refuses to wait for a job that is only ever enqueued', () => {
+    expect(() => assertAwaited(jobs.refreshAgent)).toThrow('scores.refresh-agent is not an awaited job');
+    expect(() => assertAwaited(jobs.verify)).not.toThrow();
   });
 });

@@ -52,12 +52,14 @@ export interface JobDefinition<
   payload: P;
   result: R;
   options: JobOptions;
+  /** Producers wait for this job's result (`run`, or the parent of `runFlow`); others are only enqueued. */
+  awaited: boolean;
 }
 
 function defineJob<N extends string, P extends z.ZodType, R extends z.ZodType>(
-  def: Omit<JobDefinition<N, P, R>, 'options'> & { options?: Partial<JobOptions> },
+  def: Omit<JobDefinition<N, P, R>, 'options' | 'awaited'> & { options?: Partial<JobOptions>; awaited?: boolean },
 ): JobDefinition<N, P, R> {
-  return { ...def, options: { ...defaults, ...def.options } };
+  return { ...def, awaited: def.awaited ?? false, options: { ...defaults, ...def.options } };
 }
 
 const address = z.string().regex(/^0x[0-9a-f]{40}$/);
@@ -68,6 +70,7 @@ export const jobs = {
   batchScores: defineJob({
     name: 'scores.batch',
     queue: 'scores',
+    awaited: true,
     payload: z.object({
       entries: z
         .array(z.object({ address, score: z.number().int().min(0).max(1000), reason: z.string() }))
@@ -79,6 +82,7 @@ export const jobs = {
   recompute: defineJob({
     name: 'scores.recompute',
     queue: 'scores',
+    awaited: true,
     payload: z.object({ agents: z.number().int(), chunks: z.number().int() }),
     result: z.object({
       agents: z.number().int(),
@@ -104,18 +108,21 @@ export const jobs = {
   verify: defineJob({
     name: 'checks.verify',
     queue: 'checks',
+    awaited: true,
     payload: z.object({ address }),
     result: verificationResult,
   }),
   sanctions: defineJob({
     name: 'checks.sanctions',
     queue: 'checks',
+    awaited: true,
     payload: z.object({ address }),
     result: screeningResult,
   }),
   anomaly: defineJob({
     name: 'checks.anomaly',
     queue: 'checks',
+    awaited: true,
     payload: z.object({
       agent: address,
       txHash: z.string().optional(),
@@ -138,4 +145,17 @@ export const jobsByName: ReadonlyMap<string, AnyJob> = new Map(Object.values(job
 
 export function jobsOfQueue(queue: QueueName): AnyJob[] {
   return Object.values(jobs).filter((j) => j.queue === queue);
+}
+
+/**
+ * Queues with a job producers wait for: the producer follows their completion events. A
+ * recomputation's chunks are children of a flow whose parent is awaited on `scores`; nobody
+ * waits for a chunk itself, so events of `recompute` are not followed (each chunk's events
+ * would wake every API process during a recomputation for nothing).
+ */
+export const awaitedQueues: readonly QueueName[] = queueNames.filter((q) => jobsOfQueue(q).some((j) => j.awaited));
+
+/** `run` and `runFlow` take awaited jobs only: a job nobody waits for is enqueued. */
+export function assertAwaited(job: AnyJob): void {
+  if (!job.awaited) throw new Error(`${job.name} is not an awaited job: enqueue it instead`);
 }
