@@ -184,6 +184,16 @@ async function main() {
       await apiB.proc.stop();
     }
   });
+  // Extra: P2's route with every answer written as soon as it is ready (COALESCE_WRITES=off).
+  await step(ctx, 'X-P2-uncoalesced', async () => {
+    const apiC = await startApi(ctx, 'api-uncoalesced', { rateLimit: 'on', coalesceWrites: 'off' });
+    ctx.pids.api = [apiC.proc.pid];
+    try {
+      return await runP2(ctx, apiC, 'X-P2-uncoalesced');
+    } finally {
+      await apiC.proc.stop();
+    }
+  });
 
   const goals = evaluateGoals(ctx);
   const report = {
@@ -231,6 +241,7 @@ async function main() {
       'X-hop-postgres': 1,
       'X-hop-redis': 1,
       'X-hop-http': 1,
+      'X-P2-uncoalesced': C,
     },
     /** What each Vouch process was started with (unset keys take the product's defaults). */
     processEnv: Object.fromEntries(

@@ -61,7 +61,11 @@ export function vouchEnv(ctx: Context): Record<string, string> {
 }
 
 /** Starts the API (bundled, as `npm start` runs it) with VOUCH_ROLE=api (no worker inside), AUTH off, on a free port. */
-export async function startApi(ctx: Context, name: string, options: { rateLimit: 'on' | 'off' }): Promise<RunningApi> {
+export async function startApi(
+  ctx: Context,
+  name: string,
+  options: { rateLimit: 'on' | 'off'; coalesceWrites?: 'on' | 'off' },
+): Promise<RunningApi> {
   const port = await freePort();
   const env: Record<string, string> = {
     ...vouchEnv(ctx),
@@ -74,6 +78,8 @@ export async function startApi(ctx: Context, name: string, options: { rateLimit:
     JOB_WAIT_TIMEOUT_MS: '600000',
     RECOMPUTE_CHUNK_SIZE: String(productSettings.recomputeChunkSize),
     RATE_LIMIT: options.rateLimit,
+    // Unset: the product's default (on); X-P2-uncoalesced turns it off.
+    ...(options.coalesceWrites && { COALESCE_WRITES: options.coalesceWrites }),
     // On but never refusing: every bucket far above what a run sends (P2).
     ...(options.rateLimit === 'on' && {
       RATE_LIMIT_DEFAULT: '1000000000',

@@ -47,7 +47,7 @@ export const profiles: Record<Profile['name'], Profile> = {
     pacedCount: 600,
     agents: 10_000,
     recomputeWarmup: 1,
-    recomputeReps: 3,
+    recomputeReps: 5,
     exhaustLimit: 1000,
     exhaustRequests: 3000,
   },

@@ -60,7 +60,7 @@ export async function runP2(ctx: Context, api: RunningApi, label: string) {
     connections: ctx.profile.connections,
   });
   return {
-    what: `POST /api/budgets/:address/check {"amount":"1"}, API with RATE_LIMIT=${api.env.RATE_LIMIT}`,
+    what: `POST /api/budgets/:address/check {"amount":"1"}, API with RATE_LIMIT=${api.env.RATE_LIMIT}, COALESCE_WRITES=${api.env.COALESCE_WRITES ?? 'on'}`,
     path,
     rateLimiter: limiterSeen(probe.headers),
     rateLimitSettings:
