@@ -283,6 +283,13 @@ describe('verify', () => {
     expect(await verify(agent)).toEqual({ ...owned, verifiedAt: owned.verifiedAt + 1 });
     expect(executed).toEqual(['RawNode']);
 
+    // A score set since.
+    await database.db.updateTable('agents').set({ score: 50 }).where('address', '=', agent).execute();
+    tick();
+    const lowered = await verify(agent);
+    expect(lowered).toMatchObject({ score: 50, grade: 'D', checks: { minimumScore: false } });
+    expect(executed).toEqual(['RawNode', 'RawNode']);
+
     // The transaction has left the 30-day window: the facts changed with the time alone.
     clock.now = new Date(clock.now.getTime() + DAY_MS / 50);
     executed.length = 0;
@@ -290,7 +297,8 @@ describe('verify', () => {
     expect(executed).toEqual(['RawNode', 'RawNode']);
 
     const stored = await verificationsOf(agent);
-    expect(stored.map((v) => v.checks.activityLevel)).toEqual([false, true, true, true, false]);
+    expect(stored.map((v) => v.checks.activityLevel)).toEqual([false, true, true, true, true, false]);
+    expect(stored.map((v) => v.score)).toEqual([420, 420, 420, 420, 50, 50]);
   });
 
   it('reads the chain: bytecode alongside the read, owner() for an agent with an owner', async () => {
@@ -298,19 +306,27 @@ describe('verify', () => {
     const agent = await insertAgent({ owner, firstSeenDaysAgo: 10, score: 800 });
     await insertTx(agent, 1);
     const calls: string[] = [];
+    // The bytecode answers only once owner() has been asked: the two reads overlap.
+    let ownerAsked = () => {};
+    const asked = new Promise<void>((resolve) => {
+      ownerAsked = resolve;
+    });
     const chain: ChainReader = {
       hasCode: async (address) => {
         calls.push(`hasCode ${address}`);
+        await Promise.race([asked, new Promise((resolve) => setTimeout(resolve, 2000))]);
+        calls.push('hasCode answered');
         return { ok: true, value: true };
       },
       owner: async (address) => {
         calls.push(`owner ${address}`);
+        ownerAsked();
         return { ok: true, value: owner };
       },
     };
     const { verify, executed } = verifier(chain);
     const result = await verify(agent);
-    expect(calls).toEqual([`hasCode ${agent}`, `owner ${agent}`]);
+    expect(calls).toEqual([`hasCode ${agent}`, `owner ${agent}`, 'hasCode answered']);
     expect(executed).toEqual(['RawNode', 'RawNode']);
     expect(result).toMatchObject({ status: 'VERIFIED', passed: 8 });
     expect(result.checkDetails.ownerConsistency).toBe(`on-chain owner() is the registered owner ${owner}`);
@@ -319,6 +335,6 @@ describe('verify', () => {
     calls.length = 0;
     const ownerless = await insertAgent({ owner: null, firstSeenDaysAgo: 10, score: 800 });
     expect((await verifier(chain).verify(ownerless)).checks.ownerConsistency).toBe(false);
-    expect(calls).toEqual([`hasCode ${ownerless}`]);
+    expect(calls).toEqual([`hasCode ${ownerless}`, 'hasCode answered']);
   });
 });

@@ -24,6 +24,14 @@ async function serve(coalesce: boolean) {
     events.push(`handled ${request.headers['x-client']}`);
     return { echo: (request.body as { value: string }).value };
   });
+  app.get('/bad-header', async (_request, reply) => {
+    reply.header('x-broken', 'line\nbreak');
+    return { never: 'sent' };
+  });
+  app.get('/sent-twice', async (_request, reply) => {
+    // A handler that sends without returning the reply: the answer goes out once.
+    reply.send({ once: true });
+  });
   app.get('/stream', async (_request, reply) => {
     const { Readable } = await import('node:stream');
     return reply.type('text/plain').send(Readable.from(['a', 'b', 'c']));
@@ -96,6 +104,18 @@ describe('coalesced writes', () => {
     close = () => app.close();
     await sendTogether(port, events);
     expect(events).toEqual(['handled a', 'write a', 'handled b', 'write b']);
+  });
+
+  it('turns an answer that cannot be written into a 500, as Fastify does, instead of an uncaught exception', async () => {
+    const { app, port } = await serve(true);
+    close = () => app.close();
+    const bad = await fetch(`http://127.0.0.1:${port}/bad-header`);
+    expect(bad.status).toBe(500);
+    const sent = await fetch(`http://127.0.0.1:${port}/sent-twice`);
+    expect(sent.status).toBe(200);
+    expect(await sent.json()).toEqual({ once: true });
+    // The server is still answering.
+    expect((await fetch(`http://127.0.0.1:${port}/sent-twice`)).status).toBe(200);
   });
 
   it('passes streamed payloads and errors through unchanged', async () => {

@@ -11,12 +11,24 @@ import fp from 'fastify-plugin';
  * costs more than the route (bench/README.md, "Coalesced writes"). Deferred with
  * `setImmediate`, the answers of one poll phase go out back to back in the check phase
  * that follows it, and the client wakes once for all of them. An idle server loses
- * nothing: the check phase comes right after the poll phase that read the request.
+ * nothing: the check phase comes right after the poll phase that read the request (an
+ * answer finished inside a timer or an immediate waits one more, non-blocking, turn).
  */
 export const coalesceWritesPlugin = fp(
   async (app: FastifyInstance) => {
-    app.addHook('onSend', (_request, _reply, payload, done) => {
-      setImmediate(done, null, payload);
+    app.addHook('onSend', (_request, reply, payload, done) => {
+      setImmediate(() => {
+        // `done` writes the answer. Called in the hook, a throw there (a header Node refuses)
+        // reached Fastify's hook runner, which answers 500; from here it would be uncaught.
+        try {
+          done(null, payload);
+        } catch (error) {
+          // An answer already on its way (a handler that sent and then returned nothing, so
+          // Fastify sent again) stays as it is; anything else is answered as Fastify would.
+          if (reply.raw.headersSent) reply.log.warn({ err: error }, 'a second answer to a request was dropped');
+          else done(error as Error);
+        }
+      });
     });
   },
   { name: 'vouch-coalesce-writes' },

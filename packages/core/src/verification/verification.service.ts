@@ -119,7 +119,8 @@ export function createVerificationService({ db, clock, chain, thresholds }: Veri
       let facts = known ?? (await repo.readVerificationFacts(db, address, since));
       let expected = known ? known.fingerprint : null;
       for (;;) {
-        const { result, screenings } = evaluate(address, facts, await code, await onChainOwner(facts), now);
+        const [codeFact, ownerFact] = await Promise.all([code, onChainOwner(facts)]);
+        const { result, screenings } = evaluate(address, facts, codeFact, ownerFact, now);
         const outcome = await repo.storeVerification(db, {
           since,
           expected,
