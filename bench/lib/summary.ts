@@ -14,6 +14,8 @@ export function summaryLine(s: Record<string, unknown>): string {
   const unprepared = (s.unprepared as { latency?: LatencySummary } | undefined)?.latency;
   if (unprepared && unprepared.count > 0)
     parts.push(`without prepared statements p50 ${ms(unprepared.p50)}, p99 ${ms(unprepared.p99)}`);
+  const first = (s.first as { latency?: LatencySummary } | undefined)?.latency;
+  if (first && first.count > 0) parts.push(`first verification p50 ${ms(first.p50)}, p99 ${ms(first.p99)}`);
   const bare = (s.bareFastify as { latency?: LatencySummary } | undefined)?.latency;
   if (bare && bare.count > 0) parts.push(`bare Fastify p50 ${ms(bare.p50)}, p99 ${ms(bare.p99)}`);
   if (typeof s.medianMs === 'number') parts.push(`median ${ms(s.medianMs)} of ${JSON.stringify(s.runsMs)}`);

@@ -11,7 +11,10 @@ import { LatencyRecorder } from '../lib/stats.ts';
  * the API's side of the queue add. Calls alternate between two connection pools, one with the
  * product's prepared statements and one with DB_PREPARED_STATEMENTS=off (every statement parsed
  * and planned on each call), so the two are compared at the same moments of the same run.
- * `latency` is the product's (prepared); `unprepared.latency` the other.
+ * `latency` is the product's (prepared); `unprepared.latency` the other. Every third call is a
+ * first verification (`first.latency`): a service created just before it, with nothing
+ * remembered, reads the facts and then stores (two statements); the other calls verify an
+ * address their service verified before (one statement, docs/checks.md).
  */
 export async function runVerifyDirect(ctx: Context) {
   const open = (prepared: boolean) => {
@@ -24,30 +27,37 @@ export async function runVerifyDirect(ctx: Context) {
     return { database, verify: createServices({ db: database.db }).verification.verify };
   };
   const variants = [open(true), open(false)] as const;
+  const [prepared] = variants;
+  // A verification service with nothing remembered, on the prepared pool (made before the clock starts).
+  const firstTime = () => createServices({ db: prepared.database.db }).verification.verify;
   try {
-    let recorders = [new LatencyRecorder(), new LatencyRecorder()] as const;
+    const recorders = () => [new LatencyRecorder(), new LatencyRecorder(), new LatencyRecorder()] as const;
+    let recorded = recorders();
     const op = async (i: number) => {
-      const variant = variants[i % 2] as (typeof variants)[number];
+      const verify = i % 3 === 2 ? firstTime() : (variants[i % 3] as (typeof variants)[number]).verify;
       const t0 = performance.now();
-      await variant.verify(ctx.roles.verify);
-      recorders[i % 2]?.record(performance.now() - t0);
+      await verify(ctx.roles.verify);
+      recorded[i % 3]?.record(performance.now() - t0);
     };
     await op(0);
     await op(1);
+    await op(2);
     const { profile } = ctx;
     if (profile.pacedWarmup) await paced({ ratePerSec: profile.pacedRate, count: profile.pacedWarmup, op });
-    recorders = [new LatencyRecorder(), new LatencyRecorder()];
+    recorded = recorders();
     const { result, cpu } = await withCpu(ctx, () =>
-      paced({ ratePerSec: profile.pacedRate, count: profile.pacedCount, op }),
+      // Three variants: each gets as many calls as each of two had (half the paced count).
+      paced({ ratePerSec: profile.pacedRate, count: Math.round(profile.pacedCount * 1.5), op }),
     );
     if (result.errors) throw new Error(`verify: ${result.errors} errors, first: ${result.firstError}`);
     return {
-      what: 'services.verification.verify(address) in the harness process: no HTTP, no queue; paced like P4, calls alternating between prepared statements on (latency) and off (unprepared)',
+      what: 'services.verification.verify(address) in the harness process: no HTTP, no queue; paced like P4, calls alternating between a repeat verification with prepared statements on (latency) and off (unprepared), and a first verification (first: nothing remembered, read then store)',
       ratePerSec: profile.pacedRate,
       ...result,
-      ops: recorders[0].count,
-      latency: recorders[0].summary(),
-      unprepared: { ops: recorders[1].count, latency: recorders[1].summary() },
+      ops: recorded[0].count,
+      latency: recorded[0].summary(),
+      unprepared: { ops: recorded[1].count, latency: recorded[1].summary() },
+      first: { ops: recorded[2].count, latency: recorded[2].summary() },
       cpu,
     };
   } finally {

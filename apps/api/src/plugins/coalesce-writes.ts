@@ -8,7 +8,7 @@ import fp from 'fastify-plugin';
  * Node reads every socket that became readable in one poll phase, and a request served
  * from memory is answered within its own read callback. Written there, each answer
  * lands while the client is idle again and has to wake it: on a loaded host that wake-up
- * costs more than the route (bench/README.md, "Coalesced writes"). Deferred with
+ * costs more than the route (docs/edge.md; the benchmark's X-P2-uncoalesced). Deferred with
  * `setImmediate`, the answers of one poll phase go out back to back in the check phase
  * that follows it, and the client wakes once for all of them. An idle server loses
  * nothing: the check phase comes right after the poll phase that read the request (an
