@@ -35,7 +35,7 @@ import { goalsTable, table, writeJson } from './lib/report.ts';
 import { summaryLine } from './lib/summary.ts';
 import { runHop, runHttpHop } from './scenarios/hops.ts';
 import { runHealth, runP1, runP2, runP3, runP4 } from './scenarios/http.ts';
-import { runRecompute } from './scenarios/recompute.ts';
+import { joinHalves, runRecompute } from './scenarios/recompute.ts';
 import { runVerifyDirect } from './scenarios/verify-direct.ts';
 
 const args = process.argv.slice(2);
@@ -62,6 +62,7 @@ installSignalHandlers();
 const quietBudget = { remainingMs: args.includes('--no-wait') ? 0 : profile.name === 'quick' ? 15_000 : 240_000 };
 
 async function step<T extends object>(ctx: Context, id: string, fn: () => Promise<T>): Promise<T | null> {
+  if (profile.skipped.includes(id)) return null;
   const machine = await waitForQuiet(ctx, quietBudget);
   log(
     `${id} …${machine.waitedSec ? ` (waited ${machine.waitedSec} s for other processes to calm down)` : ''}${
@@ -140,7 +141,7 @@ async function main() {
   }
   await step(ctx, 'B7', () => runB7(ctx));
   if (worker1) {
-    await step(ctx, 'P5', () => runRecompute(ctx, apiA as RunningApi, 1));
+    const before = await step(ctx, 'P5', () => runRecompute(ctx, apiA as RunningApi, 1));
     await step(ctx, 'P6', async () => {
       const worker2 = await startWorker(ctx, 'worker-2');
       ctx.pids.worker2 = [worker2.pid];
@@ -151,6 +152,10 @@ async function main() {
         await worker2.stop();
       }
     });
+    // P5's second half, worker-2 gone: P6 sits between the halves (joinHalves).
+    if (before) {
+      await step(ctx, 'P5', async () => joinHalves(before, await runRecompute(ctx, apiA as RunningApi, 1, 0)));
+    }
   }
 
   // Queued checks: B5 (raw BullMQ) and P4 (POST /api/verify through worker-1).
@@ -209,7 +214,10 @@ async function main() {
       recomputeWarmupRuns: profile.recomputeWarmup,
       recomputeTimedRuns: profile.recomputeReps,
       pacedRatePerSec: profile.pacedRate,
+      pacedBurstWarmup: profile.burstWarmup,
+      pacedWarmup: profile.pacedWarmup,
       pacedRequests: profile.pacedCount,
+      skippedScenarios: profile.skipped,
       redisUrl: redact(REDIS_URL),
       nodeEnv: 'production',
       auth: 'off',

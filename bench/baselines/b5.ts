@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { blockingConnection, jobOptions, jobs } from '@vouch/jobs';
 import { Queue, QueueEvents } from 'bullmq';
 import { Redis } from 'ioredis';
-import { paced } from '../lib/closed-loop.ts';
+import { paced, warmUpPaced } from '../lib/closed-loop.ts';
 import { type Context, withCpu } from '../lib/context.ts';
 import { REDIS_URL } from '../lib/infra.ts';
 import { jobPhases, type Span, wallClock } from '../lib/job-phases.ts';
@@ -50,7 +50,7 @@ export async function runB5(ctx: Context) {
       spans.push({ start, end: wallClock() });
     };
     const { profile } = ctx;
-    if (profile.pacedWarmup) await paced({ ratePerSec: profile.pacedRate, count: profile.pacedWarmup, op });
+    await warmUpPaced(profile, op);
     spans.length = 0;
     const { result, cpu } = await withCpu(ctx, () =>
       paced({ ratePerSec: profile.pacedRate, count: profile.pacedCount, op }),
@@ -60,6 +60,7 @@ export async function runB5(ctx: Context) {
       phases: await jobPhases(ctx.prefix, QUEUE, spans).catch((error: Error) => ({ error: error.message })),
       what: 'raw BullMQ round trip: add → no-op worker (own process) → waitUntilFinished, one at a time',
       ratePerSec: profile.pacedRate,
+      burstWarmup: profile.burstWarmup,
       warmupCount: profile.pacedWarmup,
       ...result,
       cpu,

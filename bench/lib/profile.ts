@@ -8,15 +8,19 @@ export interface Profile {
   durationSec: number;
   /** Connections (HTTP) / concurrency (pg) of the throughput scenarios: B1, P1, B2, P2, B3, P3. */
   connections: number;
-  /** P4 and B5: requests per second, warm-up and measured request counts. */
+  /** P4 and B5 (and the X- scenarios paced like them): requests per second, warm-up and measured request counts. */
   pacedRate: number;
+  /** Operations back to back before the paced warm-up (closed-loop.ts warmUpPaced). */
+  burstWarmup: number;
   pacedWarmup: number;
   pacedCount: number;
   /** Agents seeded and recomputed (B7, P5, P6). */
   agents: number;
-  /** Untimed recomputations before the timed ones, and timed repetitions (median reported). */
+  /** Untimed recomputations before the timed ones, and timed repetitions (median reported; P5 runs them before and again after P6). */
   recomputeWarmup: number;
   recomputeReps: number;
+  /** Extra scenarios this profile leaves out (the quick one, for its time limit). */
+  skipped: readonly string[];
   /** P3's overspend probe: budget of this many unit spends, hit by this many requests. */
   exhaustLimit: number;
   exhaustRequests: number;
@@ -29,11 +33,13 @@ export const profiles: Record<Profile['name'], Profile> = {
     durationSec: 5,
     connections: 50,
     pacedRate: 20,
+    burstWarmup: 2000,
     pacedWarmup: 20,
     pacedCount: 120,
     agents: 10_000,
     recomputeWarmup: 1,
-    recomputeReps: 1,
+    recomputeReps: 5,
+    skipped: ['X-B2-pool', 'X-B3-pool', 'X-hop-postgres', 'X-hop-redis'],
     exhaustLimit: 500,
     exhaustRequests: 1500,
   },
@@ -43,11 +49,13 @@ export const profiles: Record<Profile['name'], Profile> = {
     durationSec: 20,
     connections: 50,
     pacedRate: 20,
+    burstWarmup: 2000,
     pacedWarmup: 60,
     pacedCount: 600,
     agents: 10_000,
     recomputeWarmup: 1,
     recomputeReps: 5,
+    skipped: [],
     exhaustLimit: 1000,
     exhaustRequests: 3000,
   },

@@ -1,6 +1,6 @@
 import { Redis } from 'ioredis';
 import pg from 'pg';
-import { paced } from '../lib/closed-loop.ts';
+import { paced, warmUpPaced } from '../lib/closed-loop.ts';
 import { type Context, type RunningApi, withCpu } from '../lib/context.ts';
 import { pacedClient } from '../lib/http-paced.ts';
 import { REDIS_URL } from '../lib/infra.ts';
@@ -33,7 +33,7 @@ export async function runHop(ctx: Context, target: 'postgres' | 'redis') {
   }
 
   async function measure(what: string, op: () => Promise<unknown>) {
-    await paced({ ratePerSec: profile.pacedRate, count: profile.pacedWarmup, op });
+    await warmUpPaced(profile, op);
     const { result, cpu } = await withCpu(ctx, () =>
       paced({ ratePerSec: profile.pacedRate, count: profile.pacedCount, op }),
     );
@@ -69,7 +69,7 @@ export async function runHttpHop(ctx: Context, api: RunningApi) {
       recorders[k].record(performance.now() - t0);
     };
     const { profile } = ctx;
-    await paced({ ratePerSec: profile.pacedRate, count: profile.pacedWarmup, op });
+    await warmUpPaced(profile, op);
     recorders = [new LatencyRecorder(), new LatencyRecorder()];
     const { result, cpu } = await withCpu(ctx, () =>
       paced({ ratePerSec: profile.pacedRate, count: profile.pacedCount, op }),

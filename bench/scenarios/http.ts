@@ -1,6 +1,6 @@
 import { sql } from '@vouch/db';
 import { jobs } from '@vouch/jobs';
-import { paced } from '../lib/closed-loop.ts';
+import { paced, warmUpPaced } from '../lib/closed-loop.ts';
 import { type Context, call, type RunningApi, withCpu } from '../lib/context.ts';
 import { httpLoad } from '../lib/http-load.ts';
 import { pacedClient } from '../lib/http-paced.ts';
@@ -210,7 +210,7 @@ export async function runP4(ctx: Context, api: RunningApi) {
       if (res.status !== 200) throw new Error(`POST /api/verify answered ${res.status}: ${res.body.slice(0, 200)}`);
     };
     const { profile } = ctx;
-    if (profile.pacedWarmup) await paced({ ratePerSec: profile.pacedRate, count: profile.pacedWarmup, op });
+    await warmUpPaced(profile, op);
     spans.length = 0;
     const { result, cpu } = await withCpu(ctx, () =>
       paced({ ratePerSec: profile.pacedRate, count: profile.pacedCount, op }),
@@ -222,6 +222,7 @@ export async function runP4(ctx: Context, api: RunningApi) {
       sampleAnswer: JSON.parse(first.body) as unknown,
       connections: 1,
       ratePerSec: profile.pacedRate,
+      burstWarmup: profile.burstWarmup,
       warmupCount: profile.pacedWarmup,
       ...result,
       cpu,

@@ -1,6 +1,6 @@
 import { createServices } from '@vouch/core';
 import { createDatabase } from '@vouch/db';
-import { paced } from '../lib/closed-loop.ts';
+import { paced, warmUpPaced } from '../lib/closed-loop.ts';
 import { type Context, withCpu } from '../lib/context.ts';
 import { productSettings } from '../lib/profile.ts';
 import { LatencyRecorder } from '../lib/stats.ts';
@@ -43,7 +43,7 @@ export async function runVerifyDirect(ctx: Context) {
     await op(1);
     await op(2);
     const { profile } = ctx;
-    if (profile.pacedWarmup) await paced({ ratePerSec: profile.pacedRate, count: profile.pacedWarmup, op });
+    await warmUpPaced(profile, op);
     recorded = recorders();
     const { result, cpu } = await withCpu(ctx, () =>
       // Three variants: each gets as many calls as each of two had (half the paced count).
