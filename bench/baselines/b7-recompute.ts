@@ -2,8 +2,9 @@
  * B7: the score recomputation of every agent in one process, without the queue:
  * packages/core's `scores.allAddresses()` then `scores.recompute(addresses)` (the
  * function each chunk job calls) over all of them in one call. Also times the same
- * work in sequential chunks of RECOMPUTE_CHUNK_SIZE (what one worker with
- * concurrency 1 would do), for information. Scores are reset to 0 before every run.
+ * work in chunks of RECOMPUTE_CHUNK_SIZE, one at a time (what one worker with
+ * concurrency 1 would do) and two at a time (two such workers, without the queue), for
+ * information. Scores are reset to 0 before every run.
  *
  * Env: DATABASE_URL, DB_POOL_MAX, B7_WARMUP, B7_REPS, B7_OUT (result file), RECOMPUTE_CHUNK_SIZE.
  */
@@ -37,16 +38,24 @@ async function oneCall() {
   return ms;
 }
 
-async function chunked() {
+/** The same in chunks of RECOMPUTE_CHUNK_SIZE, `atOnce` chunks at a time (a worker with that concurrency, without the queue). */
+async function chunked(atOnce: number) {
   await resetScores(database.db);
   const t0 = performance.now();
   const addresses = await services.scores.allAddresses();
+  let next = 0;
   let updated = 0;
-  for (let i = 0; i < addresses.length; i += chunkSize) {
-    updated += (await services.scores.recompute(addresses.slice(i, i + chunkSize), null)).updated;
-  }
+  const loop = async () => {
+    for (let i = next; i < addresses.length; i = next) {
+      next += chunkSize;
+      // Not `updated += await …`: that reads `updated` before the other loop adds to it.
+      const done = await services.scores.recompute(addresses.slice(i, i + chunkSize), null);
+      updated += done.updated;
+    }
+  };
+  await Promise.all(Array.from({ length: atOnce }, loop));
   const ms = performance.now() - t0;
-  if (updated !== expected) throw new Error(`B7 (chunked) updated ${updated} of ${expected} agents`);
+  if (updated !== expected) throw new Error(`B7 (chunked, ${atOnce} at once) updated ${updated} of ${expected} agents`);
   return ms;
 }
 
@@ -58,8 +67,16 @@ try {
   for (let i = 0; i < reps; i++) runsMs.push(await oneCall());
   const { harness, ...rest } = meter.stop();
   const cpu = { b7: harness ?? 0, ...rest };
-  const chunkedMs = [await chunked()];
-  const out = { agents: expected, runsMs, chunkedMs, chunkSize, rssBytes: process.memoryUsage().rss, cpu };
+  // Alternating one and two chunks at a time, after one untimed run of each.
+  await chunked(1);
+  await chunked(2);
+  const chunkedMs: number[] = [];
+  const twoAtOnceMs: number[] = [];
+  for (let i = 0; i < reps; i++) {
+    chunkedMs.push(await chunked(1));
+    twoAtOnceMs.push(await chunked(2));
+  }
+  const out = { agents: expected, runsMs, chunkedMs, twoAtOnceMs, chunkSize, rssBytes: process.memoryUsage().rss, cpu };
   const file = envVar('B7_OUT');
   if (file) writeFileSync(file, JSON.stringify(out));
   else console.log(JSON.stringify(out));

@@ -9,6 +9,7 @@ interface B7Out {
   agents: number;
   runsMs: number[];
   chunkedMs: number[];
+  twoAtOnceMs: number[];
   chunkSize: number;
   rssBytes: number;
   cpu: Record<string, number>;
@@ -45,6 +46,13 @@ export async function runB7(ctx: Context) {
     chunked: {
       what: `the same in sequential chunks of ${r.chunkSize} (what one worker with concurrency 1 would run)`,
       runsMs: r.chunkedMs.map((v) => round(v, 1)),
+      medianMs: round(median(r.chunkedMs), 1),
+    },
+    chunkedTwoAtOnce: {
+      what: `the same, two chunks at a time (two such workers, no queue); runs alternate with the sequential ones`,
+      runsMs: r.twoAtOnceMs.map((v) => round(v, 1)),
+      medianMs: round(median(r.twoAtOnceMs), 1),
+      speedup: round(median(r.chunkedMs) / median(r.twoAtOnceMs), 2),
     },
     processRssMB: Math.round(r.rssBytes / 2 ** 20),
     /** Over the timed runs (score resets between them included), metered inside the B7 process. */

@@ -10,6 +10,8 @@ interface ProcTimes {
   comm: string;
   ppid: number;
   ticks: number;
+  /** Nanoseconds its main thread spent runnable but waiting for a CPU (/proc/<pid>/schedstat). */
+  waitNs: number;
 }
 
 /** The PostgreSQL server and database of this run: only their processes count as `postgres`. */
@@ -78,7 +80,18 @@ function readProcs(): Map<number, ProcTimes> {
       const close = stat.lastIndexOf(')');
       const comm = stat.slice(stat.indexOf('(') + 1, close);
       const fields = stat.slice(close + 2).split(' ');
-      procs.set(Number(entry), { comm, ppid: Number(fields[1]), ticks: Number(fields[11]) + Number(fields[12]) });
+      let waitNs = 0;
+      try {
+        waitNs = Number(readFileSync(`/proc/${entry}/schedstat`, 'utf8').split(' ')[1]) || 0;
+      } catch {
+        // a kernel without scheduler statistics: no wait figure
+      }
+      procs.set(Number(entry), {
+        comm,
+        ppid: Number(fields[1]),
+        ticks: Number(fields[11]) + Number(fields[12]),
+        waitNs,
+      });
     } catch {
       // the process ended meanwhile
     }
@@ -146,14 +159,26 @@ export function cpuMeter(groups: () => Record<string, number[]>) {
       let postgres = 0;
       let redis = 0;
       let all = 0;
+      // Run-queue wait of this run's processes: the named ones, this run's PostgreSQL, Redis.
+      let waitNs = 0;
+      const waited = (pid: number) => {
+        const a = after.procs.get(pid);
+        const b = before.procs.get(pid);
+        return a && b && b.waitNs <= a.waitNs ? a.waitNs - b.waitNs : 0;
+      };
+      for (const pid of claimed) waitNs += waited(pid);
       const others = new Map<string, number>();
       for (const [pid, p] of after.procs) {
         const d = delta(pid);
         all += d;
         if (claimed.has(pid)) continue;
-        if (p.comm === 'postgres' && isOwnPostgres(pid, p)) postgres += d;
-        else if (p.comm.startsWith('redis-server')) redis += d;
-        else if (d > 0) {
+        if (p.comm === 'postgres' && isOwnPostgres(pid, p)) {
+          postgres += d;
+          waitNs += waited(pid);
+        } else if (p.comm.startsWith('redis-server')) {
+          redis += d;
+          waitNs += waited(pid);
+        } else if (d > 0) {
           const label = p.comm === 'postgres' ? 'postgres (not this run)' : p.comm;
           others.set(label, (others.get(label) ?? 0) + d);
         }
@@ -177,6 +202,8 @@ export function cpuMeter(groups: () => Record<string, number[]>) {
       // Every CPU's busy time, in cores, for comparison with the sum of the groups.
       const totalSpan = after.total - before.total;
       result.machine = totalSpan > 0 ? Math.round(((after.busy - before.busy) / totalSpan) * cpus * 100) / 100 : 0;
+      // How many of them were, on average, ready to run with no CPU free for them (main threads).
+      result.waiting = seconds > 0 ? Math.round((waitNs / 1e9 / seconds) * 100) / 100 : 0;
       return result;
     },
   };

@@ -19,6 +19,12 @@ export function summaryLine(s: Record<string, unknown>): string {
   const bare = (s.bareFastify as { latency?: LatencySummary } | undefined)?.latency;
   if (bare && bare.count > 0) parts.push(`bare Fastify p50 ${ms(bare.p50)}, p99 ${ms(bare.p99)}`);
   if (typeof s.medianMs === 'number') parts.push(`median ${ms(s.medianMs)} of ${JSON.stringify(s.runsMs)}`);
+  const chunked = s.chunked as { medianMs?: number } | undefined;
+  const twoAtOnce = s.chunkedTwoAtOnce as { medianMs?: number; speedup?: number } | undefined;
+  if (chunked?.medianMs && twoAtOnce?.medianMs)
+    parts.push(
+      `in chunks one at a time ${ms(chunked.medianMs)}, two at a time ${ms(twoAtOnce.medianMs)} (${twoAtOnce.speedup}×)`,
+    );
   if (typeof s.serverCpuMicrosPerRequest === 'number') parts.push(`server CPU ${s.serverCpuMicrosPerRequest} µs/req`);
   const memory = s.memory as { peakRssMB?: number } | undefined;
   if (memory?.peakRssMB) parts.push(`server peak RSS ${memory.peakRssMB} MB`);
@@ -35,9 +41,10 @@ export function summaryLine(s: Record<string, unknown>): string {
   const cpu = s.cpu as Record<string, number> | undefined;
   if (cpu) {
     const busy = Object.entries(cpu)
-      .filter(([k, v]) => k !== 'machine' && v >= 0.05)
+      .filter(([k, v]) => k !== 'machine' && k !== 'waiting' && v >= 0.05)
       .map(([k, v]) => `${k} ${v.toFixed(2)}`);
-    parts.push(`cpu cores: ${busy.join(', ')} (machine ${cpu.machine?.toFixed(2)})`);
+    const waiting = cpu.waiting === undefined ? '' : `, waiting for a CPU ${cpu.waiting.toFixed(2)}`;
+    parts.push(`cpu cores: ${busy.join(', ')} (machine ${cpu.machine?.toFixed(2)}${waiting})`);
   }
   return parts.join('; ');
 }
