@@ -47,7 +47,8 @@ if (args.includes('--help') || args.includes('-h') || unknown.length) {
   --no-wait do not wait for other processes on the machine to go quiet before each scenario
 env: BENCH_DATABASE_URL (admin URL, default postgres://postgres@127.0.0.1:5432/postgres),
      BENCH_REDIS_URL (default redis://127.0.0.1:6379), BENCH_DB_POOL_MAX, BENCH_WORKER_CONCURRENCY,
-     BENCH_RECOMPUTE_CONCURRENCY (recomputation chunks at once per worker; default 1, the product's)`);
+     BENCH_RECOMPUTE_CONCURRENCY (recomputation chunks at once per worker; default 1, the product's),
+     BENCH_BURST_WARMUP (back-to-back operations before each paced scenario's paced warm-up; default 2000)`);
   process.exit(unknown.length ? 2 : 0);
 }
 const profile: Profile = args.includes('--quick') ? profiles.quick : profiles.full;

@@ -98,9 +98,8 @@ export async function paced(options: {
 /**
  * The warm-up of a paced scenario (B5, P4 and the X- scenarios paced like them):
  * `profile.burstWarmup` operations back to back, then `profile.pacedWarmup` at the
- * scenario's pace. Paced at 20 a second, the code under test stayed cold: after 540 paced
- * verifications the API still spent 2–3 ms of CPU on each and P4's p50 was ~5 ms; after
- * 2,000 back-to-back ones, 1.3–1.5 ms and ~3.9 ms, no lower after 4,000 (bench/README.md).
+ * scenario's pace. Paced at 20 a second, the code under test stays cold through a short
+ * warm-up (figures with and without, `BENCH_BURST_WARMUP=0`, in bench/README.md).
  * A warm-up operation that fails ends the scenario.
  */
 export async function warmUpPaced(

@@ -26,6 +26,15 @@ export interface Profile {
   exhaustRequests: number;
 }
 
+/** BENCH_BURST_WARMUP overrides the back-to-back warm-up (0: only the paced one, as before it existed). */
+const burstWarmup = (fallback: number) => {
+  const raw = envVar('BENCH_BURST_WARMUP');
+  if (raw === undefined) return fallback;
+  const n = Number(raw);
+  if (!Number.isInteger(n) || n < 0) throw new Error(`BENCH_BURST_WARMUP must be a whole number ≥ 0, got ${raw}`);
+  return n;
+};
+
 export const profiles: Record<Profile['name'], Profile> = {
   quick: {
     name: 'quick',
@@ -33,7 +42,7 @@ export const profiles: Record<Profile['name'], Profile> = {
     durationSec: 5,
     connections: 50,
     pacedRate: 20,
-    burstWarmup: 2000,
+    burstWarmup: burstWarmup(2000),
     pacedWarmup: 20,
     pacedCount: 120,
     agents: 10_000,
@@ -49,7 +58,7 @@ export const profiles: Record<Profile['name'], Profile> = {
     durationSec: 20,
     connections: 50,
     pacedRate: 20,
-    burstWarmup: 2000,
+    burstWarmup: burstWarmup(2000),
     pacedWarmup: 60,
     pacedCount: 600,
     agents: 10_000,
