@@ -1,5 +1,5 @@
 import { concurrencyFrom } from '@vouch/jobs';
-import { envVar } from './env.ts';
+import { wholeNumberVar } from './env.ts';
 export interface Profile {
   name: 'quick' | 'full';
   /** Seconds of unmeasured load before each measured load test. */
@@ -27,13 +27,7 @@ export interface Profile {
 }
 
 /** BENCH_BURST_WARMUP overrides the back-to-back warm-up (0: only the paced one, as before it existed). */
-const burstWarmup = (fallback: number) => {
-  const raw = envVar('BENCH_BURST_WARMUP');
-  if (raw === undefined) return fallback;
-  const n = Number(raw);
-  if (!Number.isInteger(n) || n < 0) throw new Error(`BENCH_BURST_WARMUP must be a whole number ≥ 0, got ${raw}`);
-  return n;
-};
+const burstWarmup = (fallback: number) => wholeNumberVar('BENCH_BURST_WARMUP', fallback, 0);
 
 export const profiles: Record<Profile['name'], Profile> = {
   quick: {
@@ -73,11 +67,11 @@ export const profiles: Record<Profile['name'], Profile> = {
 /** Product settings the harness passes explicitly (each is the product's default unless overridden). */
 export const productSettings = {
   /** DB_POOL_MAX of the API and of every worker process. */
-  dbPoolMax: Number(envVar('BENCH_DB_POOL_MAX') ?? 10),
+  dbPoolMax: wholeNumberVar('BENCH_DB_POOL_MAX', 10, 1),
   /** WORKER_CONCURRENCY of every worker process. */
-  workerConcurrency: Number(envVar('BENCH_WORKER_CONCURRENCY') ?? 4),
+  workerConcurrency: wholeNumberVar('BENCH_WORKER_CONCURRENCY', 4, 1),
   /** WORKER_CONCURRENCY_RECOMPUTE of every worker process: recomputation chunks at once (product default 1). */
-  recomputeConcurrency: Number(envVar('BENCH_RECOMPUTE_CONCURRENCY') ?? concurrencyFrom({}, 4)('recompute')),
+  recomputeConcurrency: wholeNumberVar('BENCH_RECOMPUTE_CONCURRENCY', concurrencyFrom({}, 4)('recompute'), 1),
   /** RECOMPUTE_CHUNK_SIZE of the API. */
   recomputeChunkSize: 250,
 };
