@@ -1,5 +1,5 @@
 # syntax=docker/dockerfile:1
-# Vouch: one image for the API, the worker and the migration job (TypeScript run with tsx, no build step).
+# Vouch: one image for the API, the worker and the migration job (processes bundled by esbuild at build).
 #   docker build -t vouch .
 #   docker run --rm -p 3000:3000 vouch                              # API (default CMD)
 #   docker run --rm vouch npm run start:worker                       # worker
@@ -24,7 +24,10 @@ COPY --chown=node:node apps/worker/package.json apps/worker/
 COPY --chown=node:node packages/config/package.json packages/config/
 COPY --chown=node:node packages/core/package.json packages/core/
 COPY --chown=node:node packages/db/package.json packages/db/
+COPY --chown=node:node packages/jobs/package.json packages/jobs/
+COPY --chown=node:node packages/runtime/package.json packages/runtime/
 COPY --chown=node:node packages/schemas/package.json packages/schemas/
+COPY --chown=node:node packages/testkit/package.json packages/testkit/
 
 # Dev dependencies are installed on purpose: esbuild bundles the processes, tsx runs the CLIs.
 RUN npm ci --include=dev && npm cache clean --force

@@ -8,7 +8,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createDatabase, sql } from '@vouch/db';
-import { seedScoredAgents } from '../test/support/seed.ts';
+import { seedScoredAgents } from '@vouch/testkit';
 import { runB1 } from './baselines/b1.ts';
 import { runB2 } from './baselines/b2.ts';
 import { runB3 } from './baselines/b3.ts';

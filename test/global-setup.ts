@@ -1,8 +1,8 @@
 import { randomBytes } from 'node:crypto';
+import { createDatabase, migrateToLatest } from '@vouch/db';
+import { ADMIN_DATABASE_URL, databaseUrlFor } from '@vouch/testkit';
 import pg from 'pg';
 import type { TestProject } from 'vitest/node';
-import { createDatabase, migrateToLatest } from '../packages/db/src/index.ts';
-import { ADMIN_DATABASE_URL, databaseUrlFor } from './support/env.ts';
 
 async function postgresReachable(): Promise<string | null> {
   const client = new pg.Client({ connectionString: ADMIN_DATABASE_URL, connectionTimeoutMillis: 3000 });

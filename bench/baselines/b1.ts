@@ -1,6 +1,7 @@
+import { freePort, waitForHttp } from '@vouch/testkit';
 import type { Context } from '../lib/context.ts';
 import { loadTest, type MeasuredHttp } from '../lib/load-test.ts';
-import { freePort, sampleRss, spawnJs, waitForHttp } from '../lib/procs.ts';
+import { sampleRss, spawnJs } from '../lib/procs.ts';
 
 /** B1: bare Fastify hello-world (bench/baselines/b1-server.mjs, plain node) in its own process, same connections as P1. */
 export async function runB1(

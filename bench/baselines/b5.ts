@@ -1,12 +1,13 @@
 import { randomUUID } from 'node:crypto';
 import { blockingConnection, jobOptions, jobs } from '@vouch/jobs';
+import { waitForOutput } from '@vouch/testkit';
 import { Queue, QueueEvents } from 'bullmq';
 import { Redis } from 'ioredis';
 import { paced, warmUpPaced } from '../lib/closed-loop.ts';
 import { type Context, withCpu } from '../lib/context.ts';
 import { REDIS_URL } from '../lib/infra.ts';
 import { jobPhases, type Span, wallClock } from '../lib/job-phases.ts';
-import { sleep, spawnTs } from '../lib/procs.ts';
+import { spawnTs } from '../lib/procs.ts';
 import { productSettings } from '../lib/profile.ts';
 
 const QUEUE = 'b5';
@@ -32,13 +33,7 @@ export async function runB5(ctx: Context) {
   const queue = new Queue(QUEUE, { connection, prefix: ctx.prefix });
   const events = new QueueEvents(QUEUE, { connection: blockingConnection(REDIS_URL), prefix: ctx.prefix });
   try {
-    const deadline = Date.now() + 60_000;
-    while (!proc.tail().includes('b5 worker ready')) {
-      if (proc.child.exitCode !== null || Date.now() > deadline) {
-        throw new Error(`the B5 worker did not start; its output:\n${proc.tail()}`);
-      }
-      await sleep(50);
-    }
+    await waitForOutput(proc, 'b5 worker ready', 60_000);
     ctx.pids.b5worker = [proc.pid];
     await Promise.all([queue.waitUntilReady(), events.waitUntilReady()]);
     const options = jobOptions(jobs.verify);

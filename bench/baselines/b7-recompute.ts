@@ -6,30 +6,30 @@
  * concurrency 1 would do) and two at a time (two such workers, without the queue), for
  * information. Scores are reset to 0 before every run.
  *
- * Env: DATABASE_URL, DB_POOL_MAX, B7_WARMUP, B7_REPS, B7_OUT (result file), RECOMPUTE_CHUNK_SIZE.
+ * Env: DATABASE_URL, DB_POOL_MAX, B7_WARMUP, B7_REPS, B7_OUT (result file); chunks of the product's RECOMPUTE_CHUNK_SIZE.
  */
 import { writeFileSync } from 'node:fs';
-import { createServices } from '@vouch/core';
 import { createDatabase, sql } from '@vouch/db';
+import { agentCount, createTestRuntime, resetScores } from '@vouch/testkit';
 import { cpuMeter, setOwnPostgres } from '../lib/cpu.ts';
 import { envVar } from '../lib/env.ts';
-import { agentCount, resetScores } from '../lib/recompute.ts';
+import { productSettings } from '../lib/profile.ts';
 
 const database = createDatabase({
   databaseUrl: envVar('DATABASE_URL'),
   poolMax: Number(envVar('DB_POOL_MAX') ?? 10),
   applicationName: 'vouch-bench-b7',
 });
-const services = createServices({ db: database.db });
+const { services } = await createTestRuntime(database, { migrate: false, loadSanctions: false });
 const warmup = Number(envVar('B7_WARMUP') ?? 1);
 const reps = Number(envVar('B7_REPS') ?? 1);
-const chunkSize = Number(envVar('RECOMPUTE_CHUNK_SIZE') ?? 250);
+const chunkSize = productSettings.recomputeChunkSize;
 const expected = await agentCount(database.db);
 const backend = await sql<{ pid: number }>`SELECT pg_backend_pid() AS pid`.execute(database.db);
 setOwnPostgres(backend.rows[0]?.pid ?? 0, new URL(envVar('DATABASE_URL') ?? 'postgres://x/x').pathname.slice(1));
 
 async function oneCall() {
-  await resetScores(database.db);
+  await resetScores(database.db, { vacuum: true });
   const t0 = performance.now();
   const addresses = await services.scores.allAddresses();
   const r = await services.scores.recompute(addresses, null);
@@ -40,7 +40,7 @@ async function oneCall() {
 
 /** The same in chunks of RECOMPUTE_CHUNK_SIZE, `atOnce` chunks at a time (a worker with that concurrency, without the queue). */
 async function chunked(atOnce: number) {
-  await resetScores(database.db);
+  await resetScores(database.db, { vacuum: true });
   const t0 = performance.now();
   const addresses = await services.scores.allAddresses();
   let next = 0;

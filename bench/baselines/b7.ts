@@ -35,7 +35,7 @@ export async function runB7(ctx: Context) {
   ctx.pids.b7 = [proc.pid];
   const code = await proc.exited;
   delete ctx.pids.b7;
-  if (code !== '0') throw new Error(`B7 exited with ${code}; its output:\n${proc.tail()}`);
+  if (code !== 0) throw new Error(`B7 exited with ${code ?? proc.child.signalCode}; its output:\n${proc.output()}`);
   const r = JSON.parse(readFileSync(out, 'utf8')) as B7Out;
   return {
     what: 'scores.allAddresses() + scores.recompute(all) in one process, no queue (one call)',

@@ -1,10 +1,11 @@
 import type { Database } from '@vouch/db';
 import { queueNames } from '@vouch/jobs';
+import { freePort, sleep, waitForHttp } from '@vouch/testkit';
 import { Queue } from 'bullmq';
 import { Redis } from 'ioredis';
 import { type CpuUsage, cpuMeter } from './cpu.ts';
 import { REDIS_URL } from './infra.ts';
-import { type Child, freePort, sleep, spawnApp, waitForHttp } from './procs.ts';
+import { type Child, spawnApp } from './procs.ts';
 import { type Profile, productSettings } from './profile.ts';
 
 /** Seeded agents with a role in the scenarios. */
@@ -109,11 +110,11 @@ export async function startWorker(ctx: Context, name: string): Promise<Child> {
   const proc = await spawnApp(name, 'worker', env, ctx.logDir);
   const deadline = Date.now() + 60_000;
   while (Date.now() < deadline) {
-    if (proc.child.exitCode !== null) throw new Error(`${name} exited at start; its output:\n${proc.tail()}`);
+    if (proc.child.exitCode !== null) throw new Error(`${name} exited at start; its output:\n${proc.output()}`);
     if ((await counts()).every((n, i) => n > (before[i] as number))) return proc;
     await sleep(100);
   }
-  throw new Error(`${name} did not connect its workers within 60 s; its output:\n${proc.tail()}`);
+  throw new Error(`${name} did not connect its workers within 60 s; its output:\n${proc.output()}`);
 }
 
 /** BullMQ workers connected to a queue (by Redis client name). */

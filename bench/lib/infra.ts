@@ -1,4 +1,4 @@
-import { randomBytes } from 'node:crypto';
+import { createScratchDatabase, dropDatabase, dropPrefix, testPrefix } from '@vouch/testkit';
 import { Redis } from 'ioredis';
 import pg from 'pg';
 import { onCleanup } from './cleanup.ts';
@@ -10,12 +10,6 @@ export const REDIS_URL = envVar('BENCH_REDIS_URL') ?? 'redis://127.0.0.1:6379';
 
 /** A missing prerequisite (PostgreSQL or Redis unreachable): reported as its message alone. */
 export class SetupError extends Error {}
-
-export function databaseUrlFor(name: string): string {
-  const url = new URL(ADMIN_DATABASE_URL);
-  url.pathname = `/${name}`;
-  return url.toString();
-}
 
 export function redact(url: string): string {
   const u = new URL(url);
@@ -79,43 +73,16 @@ export async function checkRedis(): Promise<string> {
   }
 }
 
-async function admin<T>(fn: (client: pg.Client) => Promise<T>): Promise<T> {
-  const client = new pg.Client({ connectionString: ADMIN_DATABASE_URL });
-  await client.connect();
-  try {
-    return await fn(client);
-  } finally {
-    await client.end();
-  }
-}
-
 /** A fresh, empty database for this run, dropped at cleanup. */
 export async function createBenchDatabase(): Promise<{ name: string; url: string }> {
-  const name = `vouch_bench_${randomBytes(4).toString('hex')}`;
-  await admin((c) => c.query(`CREATE DATABASE ${name}`));
-  onCleanup(`drop database ${name}`, () => admin((c) => c.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`)));
-  return { name, url: databaseUrlFor(name) };
+  const database = await createScratchDatabase('vouch_bench_', { adminUrl: ADMIN_DATABASE_URL });
+  onCleanup(`drop database ${database.name}`, () => dropDatabase(database.name, ADMIN_DATABASE_URL));
+  return database;
 }
 
 /** A BullMQ/rate-limit key prefix of this run; every key under it is deleted at cleanup. */
 export function benchPrefix(): string {
-  const prefix = `vouch-bench-${randomBytes(4).toString('hex')}`;
-  onCleanup(`delete Redis keys ${prefix}:*`, () => dropPrefix(prefix));
+  const prefix = testPrefix('bench');
+  onCleanup(`delete Redis keys ${prefix}:*`, () => dropPrefix(prefix, REDIS_URL));
   return prefix;
-}
-
-export async function dropPrefix(prefix: string): Promise<number> {
-  const client = new Redis(REDIS_URL, { maxRetriesPerRequest: 1 });
-  let deleted = 0;
-  try {
-    let cursor = '0';
-    do {
-      const [next, keys] = await client.scan(cursor, 'MATCH', `${prefix}:*`, 'COUNT', 1000);
-      cursor = next;
-      if (keys.length) deleted += await client.del(...keys);
-    } while (cursor !== '0');
-  } finally {
-    client.disconnect();
-  }
-  return deleted;
 }

@@ -1,10 +1,7 @@
-import { type ChildProcess, spawn } from 'node:child_process';
 import { createWriteStream, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { bundleArgs, ensureBuilt } from '../../scripts/build.ts';
+import { alive, bundleArgs, ensureBuilt, type Spawned, spawnCommand } from '@vouch/testkit';
 import { onCleanup, trackPid, untrackPid } from './cleanup.ts';
-
-export const REPO_ROOT = new URL('../../', import.meta.url).pathname;
 
 /** Only these variables of the harness's own environment reach the children; the rest is set explicitly. */
 const PASSED_ENV = ['PATH', 'HOME', 'TMPDIR', 'LANG', 'LC_ALL', 'TZ'];
@@ -18,15 +15,11 @@ export function baseEnv(): Record<string, string> {
   return env;
 }
 
-export interface Child {
+/** A process of the run; `output()` is the last few KB of what it printed, the whole of it is in `logFile`. */
+export interface Child extends Spawned {
   name: string;
   pid: number;
-  child: ChildProcess;
   logFile: string;
-  /** The last few KB of its output. */
-  tail(): string;
-  /** Resolves with the exit code (or signal). */
-  exited: Promise<string>;
   /** SIGTERM, then SIGKILL after `graceMs`. */
   stop(graceMs?: number): Promise<void>;
 }
@@ -53,64 +46,32 @@ export function spawnJs(name: string, fileAndArgs: string[], env: Record<string,
 }
 
 function spawnNode(name: string, args: string[], env: Record<string, string>, logDir: string): Child {
-  const child = spawn(process.execPath, args, {
-    cwd: REPO_ROOT,
-    env: { ...baseEnv(), ...env },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
+  const logFile = join(logDir, `${name}.log`);
+  const log = createWriteStream(logFile);
+  const spawned = spawnCommand(
+    process.execPath,
+    args,
+    { ...baseEnv(), ...env },
+    { keepOutput: 4000, onOutput: (chunk) => log.write(chunk) },
+  );
+  const { child } = spawned;
   if (!child.pid) throw new Error(`could not start ${name} (${args.join(' ')})`);
   const pid = child.pid;
   trackPid(pid);
-  const logFile = join(logDir, `${name}.log`);
-  const log = createWriteStream(logFile);
-  let tail = '';
-  const keep = (chunk: Buffer) => {
-    log.write(chunk);
-    tail = (tail + chunk.toString()).slice(-4000);
-  };
-  child.stdout?.on('data', keep);
-  child.stderr?.on('data', keep);
-  const exited = new Promise<string>((resolve) =>
-    child.once('exit', (code, signal) => {
-      untrackPid(pid);
-      log.end();
-      resolve(signal ?? String(code));
-    }),
-  );
   const stop = async (graceMs = 10_000) => {
-    if (child.exitCode !== null || child.signalCode !== null) return;
+    if (!alive(spawned)) return;
     child.kill('SIGTERM');
     const timer = setTimeout(() => child.kill('SIGKILL'), graceMs);
-    await exited;
+    await spawned.exited;
     clearTimeout(timer);
   };
   const undo = onCleanup(`stop ${name}`, () => stop(5000));
-  void exited.then(undo);
-  return { name, pid, child, logFile, tail: () => tail, exited, stop };
-}
-
-// One free-port finder for tests and benchmarks.
-export { freePort } from '../../test/support/process.ts';
-
-export const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
-
-/** Polls `url` until it answers 200, failing early if the process exits. */
-export async function waitForHttp(url: string, proc: Child, timeoutMs = 60_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (Date.now() < deadline) {
-    if (proc.child.exitCode !== null || proc.child.signalCode !== null) {
-      throw new Error(`${proc.name} exited before answering ${url}; its output:\n${proc.tail()}`);
-    }
-    try {
-      const res = await fetch(url);
-      await res.arrayBuffer();
-      if (res.ok) return;
-    } catch {
-      // not listening yet
-    }
-    await sleep(100);
-  }
-  throw new Error(`${proc.name} did not answer ${url} within ${timeoutMs} ms; its output:\n${proc.tail()}`);
+  void spawned.exited.then(() => {
+    untrackPid(pid);
+    log.end();
+    undo();
+  });
+  return { ...spawned, name, pid, logFile, stop };
 }
 
 /** Resident set size and its high-water mark (VmHWM) of a process, in bytes (Linux /proc). */

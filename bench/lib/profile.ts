@@ -1,4 +1,8 @@
-import { concurrencyFrom } from '@vouch/jobs';
+import { loadConfig, queueConcurrency } from '@vouch/config';
+
+/** The product's defaults, from its one configuration module. */
+const productDefaults = loadConfig({});
+
 import { wholeNumberVar } from './env.ts';
 export interface Profile {
   name: 'quick' | 'full';
@@ -67,11 +71,11 @@ export const profiles: Record<Profile['name'], Profile> = {
 /** Product settings the harness passes explicitly (each is the product's default unless overridden). */
 export const productSettings = {
   /** DB_POOL_MAX of the API and of every worker process. */
-  dbPoolMax: wholeNumberVar('BENCH_DB_POOL_MAX', 10, 1),
+  dbPoolMax: wholeNumberVar('BENCH_DB_POOL_MAX', productDefaults.DB_POOL_MAX, 1),
   /** WORKER_CONCURRENCY of every worker process. */
-  workerConcurrency: wholeNumberVar('BENCH_WORKER_CONCURRENCY', 4, 1),
+  workerConcurrency: wholeNumberVar('BENCH_WORKER_CONCURRENCY', productDefaults.WORKER_CONCURRENCY, 1),
   /** WORKER_CONCURRENCY_RECOMPUTE of every worker process: recomputation chunks at once (product default 1). */
-  recomputeConcurrency: wholeNumberVar('BENCH_RECOMPUTE_CONCURRENCY', concurrencyFrom({}, 4)('recompute'), 1),
+  recomputeConcurrency: wholeNumberVar('BENCH_RECOMPUTE_CONCURRENCY', queueConcurrency(productDefaults).recompute, 1),
   /** RECOMPUTE_CHUNK_SIZE of the API. */
-  recomputeChunkSize: 250,
+  recomputeChunkSize: productDefaults.RECOMPUTE_CHUNK_SIZE,
 };

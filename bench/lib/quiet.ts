@@ -1,6 +1,6 @@
+import { sleep } from '@vouch/testkit';
 import type { Context } from './context.ts';
 import { cpuMeter } from './cpu.ts';
-import { sleep } from './procs.ts';
 
 /** CPU used by processes that are not part of the run (plus steal), above which a measurement counts as disturbed. */
 export const NOISE_CORES = 0.25;

@@ -1,5 +1,6 @@
-import { createServices } from '@vouch/core';
-import type { DB } from '@vouch/db';
+import type { Services } from '@vouch/core';
+import type { Database, DB } from '@vouch/db';
+import { createTestRuntime } from '@vouch/testkit';
 import { DummyDriver, Kysely, PostgresAdapter, PostgresIntrospector, PostgresQueryCompiler } from 'kysely';
 
 export interface CapturedQuery {
@@ -15,11 +16,7 @@ export interface CapturedQuery {
  * statements it sent, exactly as the pg driver would receive them. The baselines
  * replay these with a plain `pg` client, so they follow the product's SQL if it changes.
  */
-async function capture(
-  source: string,
-  clock: () => Date,
-  use: (services: ReturnType<typeof createServices>) => Promise<unknown>,
-) {
+async function capture(source: string, clock: () => Date, use: (services: Services) => Promise<unknown>) {
   const queries: CapturedQuery[] = [];
   const db = new Kysely<DB>({
     dialect: {
@@ -33,7 +30,16 @@ async function capture(
     },
   });
   // With no rows the use case ends in a "not found" error after its first statement; that is expected.
-  await use(createServices({ db, clock })).catch(() => {});
+  const database: Database = {
+    db,
+    driver: 'postgres',
+    ping: async () => {},
+    listen: async () => ({ close: async () => {} }),
+    close: () => db.destroy(),
+  };
+  const runtime = await createTestRuntime(database, { migrate: false, loadSanctions: false, clock });
+  await use(runtime.services).catch(() => {});
+  await runtime.close();
   await db.destroy();
   const first = queries[0];
   if (!first) throw new Error(`${source} issued no SQL`);

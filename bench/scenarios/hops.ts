@@ -1,10 +1,11 @@
+import { freePort, waitForHttp } from '@vouch/testkit';
 import { Redis } from 'ioredis';
 import pg from 'pg';
 import { paced, warmUpPaced } from '../lib/closed-loop.ts';
 import { type Context, type RunningApi, withCpu } from '../lib/context.ts';
 import { pacedClient } from '../lib/http-paced.ts';
 import { REDIS_URL } from '../lib/infra.ts';
-import { freePort, spawnJs, waitForHttp } from '../lib/procs.ts';
+import { spawnJs } from '../lib/procs.ts';
 import { LatencyRecorder } from '../lib/stats.ts';
 
 /**

@@ -1,7 +1,6 @@
 import { sql } from '@vouch/db';
+import { resetScores, sleep } from '@vouch/testkit';
 import { type Context, call, type RunningApi, withCpu } from '../lib/context.ts';
-import { sleep } from '../lib/procs.ts';
-import { resetScores } from '../lib/recompute.ts';
 import { median, round } from '../lib/stats.ts';
 
 interface RecomputeResult {
@@ -14,7 +13,7 @@ interface RecomputeResult {
 
 /** One end-to-end recomputation: POST /api/scores/recompute {all:true} until its result (polling on a 202). */
 async function recomputeOnce(ctx: Context, api: RunningApi) {
-  await resetScores(ctx.database.db);
+  await resetScores(ctx.database.db, { vacuum: true });
   const t0 = performance.now();
   const answer = await call<{ data: RecomputeResult & { jobId?: string } }>(
     api.base,

@@ -1,5 +1,5 @@
-import { createServices } from '@vouch/core';
 import { createDatabase } from '@vouch/db';
+import { createTestRuntime } from '@vouch/testkit';
 import { paced, warmUpPaced } from '../lib/closed-loop.ts';
 import { type Context, withCpu } from '../lib/context.ts';
 import { productSettings } from '../lib/profile.ts';
@@ -17,24 +17,27 @@ import { LatencyRecorder } from '../lib/stats.ts';
  * address their service verified before (one statement, docs/checks.md).
  */
 export async function runVerifyDirect(ctx: Context) {
-  const open = (prepared: boolean) => {
+  // The product's services over a pool of the harness's, wired by the product's composition root.
+  const servicesOver = async (database: ReturnType<typeof createDatabase>) =>
+    (await createTestRuntime(database, { migrate: false, loadSanctions: false })).services;
+  const open = async (prepared: boolean) => {
     const database = createDatabase({
       databaseUrl: ctx.dbUrl,
       poolMax: productSettings.dbPoolMax,
       applicationName: 'vouch-bench-verify',
       preparedStatements: prepared,
     });
-    return { database, verify: createServices({ db: database.db }).verification.verify };
+    return { database, verify: (await servicesOver(database)).verification.verify };
   };
-  const variants = [open(true), open(false)] as const;
+  const variants = [await open(true), await open(false)] as const;
   const [prepared] = variants;
   // A verification service with nothing remembered, on the prepared pool (made before the clock starts).
-  const firstTime = () => createServices({ db: prepared.database.db }).verification.verify;
+  const firstTime = async () => (await servicesOver(prepared.database)).verification.verify;
   try {
     const recorders = () => [new LatencyRecorder(), new LatencyRecorder(), new LatencyRecorder()] as const;
     let recorded = recorders();
     const op = async (i: number) => {
-      const verify = i % 3 === 2 ? firstTime() : (variants[i % 3] as (typeof variants)[number]).verify;
+      const verify = i % 3 === 2 ? await firstTime() : (variants[i % 3] as (typeof variants)[number]).verify;
       const t0 = performance.now();
       await verify(ctx.roles.verify);
       recorded[i % 3]?.record(performance.now() - t0);

@@ -1,5 +1,5 @@
+import { createTestApp, type TestContext } from '@vouch/testkit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createTestApp, type TestContext } from '../support/app.ts';
 import { type HttpClient, httpClient } from './support/http.ts';
 import { overspendRun } from './support/money.ts';
 import { report } from './support/report.ts';

@@ -1,8 +1,7 @@
+import { MAX_UINT256 } from '@vouch/schemas';
+import { createAgentWithBudget, createTestApp, post, type TestContext } from '@vouch/testkit';
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { MAX_UINT256 } from '../../packages/schemas/src/index.ts';
-import { createTestApp, type TestContext } from '../support/app.ts';
-import { createAgentWithBudget, post } from '../support/factories.ts';
 import { report } from './support/report.ts';
 
 // R1b: random amounts up to 2^256−1 against per-tx, daily and monthly limits, concurrent

@@ -1,5 +1,5 @@
+import { alive, logLines, type Spawned, sleep } from '@vouch/testkit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { alive, logLines, type Spawned, sleep } from './support/processes.ts';
 import { LOCK_MS, type RecomputeRig, recomputeRig, STALL_MS, STALLED_INTERVAL_MS } from './support/recompute.ts';
 import { ms, report } from './support/report.ts';
 

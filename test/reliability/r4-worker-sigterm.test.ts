@@ -1,5 +1,5 @@
+import { alive, type Spawned, sleep } from '@vouch/testkit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { alive, type Spawned, sleep } from './support/processes.ts';
 import { completionsByJob, type RecomputeRig, recomputeRig } from './support/recompute.ts';
 import { ms, report } from './support/report.ts';
 

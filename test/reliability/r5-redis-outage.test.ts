@@ -1,21 +1,24 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { sql } from '../../packages/db/src/index.ts';
-import { createTestDatabase } from '../support/db.ts';
-import { randomAddress, randomTxHash } from '../support/factories.ts';
-import { SEEDED_SCORE, seedScoredAgents } from '../support/seed.ts';
-import { type HttpClient, httpClient } from './support/http.ts';
-import { expectJobsCompleted, expectProbes, type Probe, probeFor, slowest } from './support/probes.ts';
+import { sql } from '@vouch/db';
 import {
   type ApiProcess,
   alive,
+  createTestDatabase,
   kill,
+  type PersistentRedis,
+  randomAddress,
+  randomTxHash,
+  SEEDED_SCORE,
   type Spawned,
+  seedScoredAgents,
   sleep,
   startApi,
+  startPersistentRedis,
   startWorker,
   until,
-} from './support/processes.ts';
-import { type PersistentRedis, startPersistentRedis } from './support/redis-aof.ts';
+} from '@vouch/testkit';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { type HttpClient, httpClient } from './support/http.ts';
+import { expectJobsCompleted, expectProbes, type Probe, probeFor, slowest } from './support/probes.ts';
 import { ms, report } from './support/report.ts';
 
 // R5: the API and a worker as real processes on a disposable redis-server with AOF. Redis is

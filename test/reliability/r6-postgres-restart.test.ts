@@ -1,7 +1,7 @@
+import { sleep, tail, until } from '@vouch/testkit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { settleAndCheck, spendLoad } from './support/load.ts';
 import { expectJobsCompleted, expectProbes, probeFor, slowest } from './support/probes.ts';
-import { sleep, tail, until } from './support/processes.ts';
 import { ms, report } from './support/report.ts';
 import { allAlive, databaseProbes, JOB_WAIT_MS, loadTargets, type Stack, startStack } from './support/stack.ts';
 

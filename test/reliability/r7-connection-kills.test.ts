@@ -1,12 +1,11 @@
 import { randomBytes } from 'node:crypto';
+import { randomAddress, sleep, tail, until } from '@vouch/testkit';
 import { Redis } from 'ioredis';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { randomAddress } from '../support/factories.ts';
 import type { Answer } from './support/http.ts';
 import { settleAndCheck, spendLoad } from './support/load.ts';
 import { expectJobsCompleted } from './support/probes.ts';
-import { sleep, tail, until } from './support/processes.ts';
 import { ms, report } from './support/report.ts';
 import { allAlive, JOB_WAIT_MS, loadTargets, type Stack, startStack } from './support/stack.ts';
 

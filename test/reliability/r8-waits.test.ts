@@ -1,8 +1,6 @@
+import { createAgent, createTestApp, randomAddress, sleep, type TestContext } from '@vouch/testkit';
 import { Redis } from 'ioredis';
 import { afterEach, describe, expect, it } from 'vitest';
-import { createTestApp, type TestContext } from '../support/app.ts';
-import { createAgent, randomAddress } from '../support/factories.ts';
-import { sleep } from './support/processes.ts';
 import { report } from './support/report.ts';
 import {
   allCompleted,

@@ -1,5 +1,5 @@
+import type { TestContext } from '@vouch/testkit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { TestContext } from '../support/app.ts';
 import { type FuzzFixtures, type FuzzRoute, fuzzRoutes, fuzzTarget } from './support/fuzz.ts';
 import { report } from './support/report.ts';
 

@@ -1,18 +1,15 @@
 import { randomUUID } from 'node:crypto';
 import type { Services } from '@vouch/core';
+import type { Runtime } from '@vouch/runtime';
 import type { Queue } from 'bullmq';
 import Fastify, { type FastifyBaseLogger, LogController } from 'fastify';
 import { validatorCompiler, type ZodTypeProvider } from 'fastify-type-provider-zod';
 import { type EdgeDeps, edgePlugin } from './edge.ts';
+import { edgeDeps } from './edge-config.ts';
 import { coalesceWritesPlugin } from './plugins/coalesce-writes.ts';
 import { errorsPlugin } from './plugins/errors.ts';
 import { queueDashboard } from './plugins/queue-dashboard.ts';
-import { agentsRoutes } from './routes/agents.routes.ts';
-import { budgetsRoutes } from './routes/budgets.routes.ts';
-import { checksRoutes } from './routes/checks.routes.ts';
-import { jobsRoutes } from './routes/jobs.routes.ts';
-import { scoresRoutes } from './routes/scores.routes.ts';
-import { transactionsRoutes } from './routes/transactions.routes.ts';
+import { apiRoutes } from './routes/index.ts';
 import { responseSerializerCompiler } from './serializer.ts';
 
 /** EdgeDeps: auth, rate limits, CORS, database and jobs for readiness and metrics (edge.ts). */
@@ -22,7 +19,7 @@ export interface AppDeps extends EdgeDeps {
   logger?: FastifyBaseLogger;
   trustProxy?: string | undefined;
   bodyLimit?: number;
-  /** BullMQ queues to show at /admin/queues (absent for the in-process runner). */
+  /** BullMQ queues to show at /admin/queues (none with the in-process runner). */
   queues?: Queue[];
   /** Write the answers of one event-loop turn together (default on; plugins/coalesce-writes.ts). */
   coalesceWrites?: boolean;
@@ -62,14 +59,35 @@ export async function buildApp(deps: AppDeps) {
   if (deps.coalesceWrites ?? true) await app.register(coalesceWritesPlugin);
   await app.register(errorsPlugin);
   await app.register(edgePlugin, deps);
-  await app.register(agentsRoutes, { services: deps.services });
-  await app.register(budgetsRoutes, { services: deps.services });
-  await app.register(scoresRoutes, { services: deps.services });
-  await app.register(transactionsRoutes, { services: deps.services });
-  if (deps.services.scoring) await app.register(jobsRoutes, { scoring: deps.services.scoring });
-  if (deps.services.checks) await app.register(checksRoutes, { services: deps.services, checks: deps.services.checks });
-  if (deps.queues?.length) await app.register(queueDashboard, { queues: deps.queues });
+  for (const { prefix, plugin } of apiRoutes) {
+    await app.register(async (scope) => {
+      // A route file holds exactly the routes of its prefix, so a URL has one file to look in.
+      scope.addHook('onRoute', (route) => {
+        if (route.url !== prefix && !route.url.startsWith(`${prefix}/`))
+          throw new Error(`${route.url} is not under ${prefix}: move it to the route file of its prefix`);
+      });
+      await scope.register(plugin, { services: deps.services });
+    });
+  }
+  await app.register(queueDashboard, { queues: deps.queues ?? [] });
   return app;
 }
 
 export type App = Awaited<ReturnType<typeof buildApp>>;
+
+/** The app's dependencies from a process's runtime and configuration. */
+export function appDeps(runtime: Runtime, overrides: Partial<AppDeps> = {}): AppDeps {
+  const { config } = runtime;
+  return {
+    services: runtime.services,
+    database: runtime.database,
+    jobs: runtime.jobs,
+    queues: runtime.queues,
+    logger: runtime.logger,
+    trustProxy: config.TRUST_PROXY,
+    bodyLimit: config.BODY_LIMIT_BYTES,
+    coalesceWrites: config.COALESCE_WRITES,
+    ...edgeDeps(config),
+    ...overrides,
+  };
+}

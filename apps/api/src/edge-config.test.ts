@@ -1,36 +1,9 @@
-import { ConfigError } from '@vouch/config';
+import { loadConfig as loadApiConfig } from '@vouch/config';
 import { describe, expect, it } from 'vitest';
-import { loadApiConfig } from './config.ts';
-import { authMode, edgeDeps } from './edge-config.ts';
-
-const ADMIN = 'a-long-enough-admin-secret';
-
-describe('auth mode and the admin key', () => {
-  it('refuses to start in production without ADMIN_API_KEY, naming the key', () => {
-    expect(() => loadApiConfig({ NODE_ENV: 'production' })).toThrow(ConfigError);
-    expect(() => loadApiConfig({ NODE_ENV: 'production' })).toThrow(/ADMIN_API_KEY is required when AUTH is on/);
-  });
-
-  it('defaults AUTH to on in production and off elsewhere', () => {
-    expect(authMode(loadApiConfig({ NODE_ENV: 'production', ADMIN_API_KEY: ADMIN }))).toBe('on');
-    expect(authMode(loadApiConfig({ NODE_ENV: 'development' }))).toBe('off');
-    expect(authMode(loadApiConfig({}))).toBe('off');
-    expect(authMode(loadApiConfig({ NODE_ENV: 'test' }))).toBe('off');
-  });
-
-  it('lets an explicit AUTH win, and AUTH=on always needs the admin key', () => {
-    expect(authMode(loadApiConfig({ NODE_ENV: 'production', AUTH: 'off' }))).toBe('off');
-    expect(() => loadApiConfig({ AUTH: 'on' })).toThrow(/ADMIN_API_KEY/);
-    expect(authMode(loadApiConfig({ AUTH: 'on', ADMIN_API_KEY: ADMIN }))).toBe('on');
-  });
-
-  it('refuses a short admin key', () => {
-    expect(() => loadApiConfig({ AUTH: 'on', ADMIN_API_KEY: 'short' })).toThrow(/at least 16 characters/);
-  });
-});
+import { edgeDeps } from './edge-config.ts';
 
 describe('edge dependencies from config', () => {
-  it('has the limits of DESIGN §2 by default, in memory without REDIS_URL', () => {
+  it('has the documented limits by default (docs/edge.md), in memory without REDIS_URL', () => {
     const edge = edgeDeps(loadApiConfig({}));
     expect(edge.rateLimit).toEqual({
       limits: { default: 100, register: 20, batch: 10, compute: 1000 },
@@ -66,10 +39,7 @@ describe('edge dependencies from config', () => {
 
 describe('empty values', () => {
   it('count as unset, as for every key', () => {
-    expect(authMode(loadApiConfig({ AUTH: '', NODE_ENV: 'development' }))).toBe('off');
-    expect(() => loadApiConfig({ AUTH: '', NODE_ENV: 'production', ADMIN_API_KEY: '' })).toThrow(/ADMIN_API_KEY/);
     expect(edgeDeps(loadApiConfig({ RATE_LIMIT: '', CORS_ORIGINS: '' })).rateLimit).not.toBe(false);
     expect(edgeDeps(loadApiConfig({ CORS_ORIGINS: '' })).corsOrigins).toBeUndefined();
-    expect(() => loadApiConfig({ AUTH: 'maybe' })).toThrow(/AUTH/);
   });
 });

@@ -13,7 +13,6 @@ import { rateLimitPlugin } from './plugins/rate-limit.ts';
 import { securityPlugin } from './plugins/security.ts';
 import { createRateLimiter, type RateLimitOptions } from './rate-limiter.ts';
 import type { ReadinessChecks } from './readiness.ts';
-import { keysRoutes } from './routes/keys.routes.ts';
 import { operationsRoutes } from './routes/operations.routes.ts';
 
 /** What the edge of the app needs (auth, limits, docs, probes, metrics); all optional. */
@@ -83,7 +82,6 @@ export const edgePlugin = fp(
       redis: [...(jobs?.kind === 'bullmq' ? [() => jobs.ping()] : []), ...(limiter?.ping ? [limiter.ping] : [])],
     };
     await app.register(operationsRoutes, { metrics, checks });
-    await app.register(keysRoutes, { keys: deps.services.keys });
   },
   { name: 'vouch-edge' },
 );

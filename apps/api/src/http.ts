@@ -1,4 +1,6 @@
+import type { RunOutcome } from '@vouch/jobs';
 import { failureEnvelope, successEnvelope } from '@vouch/schemas';
+import type { FastifyReply } from 'fastify';
 import type { z } from 'zod';
 
 /** The success envelope. */
@@ -16,4 +18,13 @@ export function responses(success: Record<number, z.ZodType>, errors: number[]) 
   // 401/403: any route may refuse a missing or insufficient API key when AUTH is on.
   for (const status of new Set([...errors, 400, 401, 403, 429, 500, 503])) map[status] = failureEnvelope;
   return map;
+}
+
+/** A finished job answers 200 with its result; a wait that ran out answers 202 with the job id. */
+export function answer<R>(reply: FastifyReply, outcome: RunOutcome<R>) {
+  if (outcome.state === 'pending') {
+    reply.code(202).header('location', `/api/jobs/${outcome.jobId}`);
+    return ok({ jobId: outcome.jobId, status: outcome.status });
+  }
+  return ok(outcome.result);
 }

@@ -1,2 +1,2 @@
-export { type App, type AppDeps, buildApp } from './app.ts';
-export { type ApiConfig, apiConfigSchema, loadApiConfig } from './config.ts';
+export { type App, type AppDeps, appDeps, buildApp } from './app.ts';
+export { edgeDeps } from './edge-config.ts';

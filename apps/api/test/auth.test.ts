@@ -1,13 +1,6 @@
+import { apiKey, apiKeyList, createdApiKey, failureEnvelope, successEnvelope } from '@vouch/schemas';
+import { createAgentWithBudget, createTestApp, randomAddress, type TestContext } from '@vouch/testkit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import {
-  apiKey,
-  apiKeyList,
-  createdApiKey,
-  failureEnvelope,
-  successEnvelope,
-} from '../../../packages/schemas/src/index.ts';
-import { createTestApp, type TestContext } from '../../../test/support/app.ts';
-import { createAgentWithBudget, randomAddress } from '../../../test/support/factories.ts';
 
 const ADMIN = 'test-admin-secret-0123456789';
 const bearer = (key: string) => ({ authorization: `Bearer ${key}` });

@@ -1,14 +1,15 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { budget as budgetSchema, successEnvelope } from '../../../packages/schemas/src/index.ts';
-import { createTestApp, type TestContext } from '../../../test/support/app.ts';
+import { budget as budgetSchema, successEnvelope } from '@vouch/schemas';
 import {
   createAgent,
   createAgentWithBudget,
+  createTestApp,
   get,
   post,
   randomAddress,
   recordTx,
-} from '../../../test/support/factories.ts';
+  type TestContext,
+} from '@vouch/testkit';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 let t: TestContext;
 beforeAll(async () => {

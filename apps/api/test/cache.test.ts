@@ -1,9 +1,15 @@
+import { createReadCache } from '@vouch/core';
+import { CACHE_NOTIFY_ROW_LIMIT, sql } from '@vouch/db';
+import {
+  createAgent,
+  createAgentWithBudget,
+  createTestApp,
+  get,
+  post,
+  randomAddress,
+  type TestContext,
+} from '@vouch/testkit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createReadCache } from '../../../packages/core/src/index.ts';
-import { sql } from '../../../packages/db/src/index.ts';
-import { CACHE_NOTIFY_ROW_LIMIT } from '../../../packages/db/src/migrations/20261122000000-cache-notify-statements.ts';
-import { createTestApp, type TestContext } from '../../../test/support/app.ts';
-import { createAgent, createAgentWithBudget, get, post, randomAddress } from '../../../test/support/factories.ts';
 
 // The read cache is dropped by database notifications, whoever changes the row.
 let t: TestContext;

@@ -1,7 +1,14 @@
+import {
+  createAgent,
+  createTestApp,
+  type LocalChain,
+  post,
+  randomAddress,
+  recordTx,
+  startLocalChain,
+  type TestContext,
+} from '@vouch/testkit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createTestApp, type TestContext } from '../../../test/support/app.ts';
-import { type LocalChain, startLocalChain } from '../../../test/support/chain.ts';
-import { createAgent, post, randomAddress, recordTx } from '../../../test/support/factories.ts';
 
 // Verification against a real EVM node (Ganache) on loopback, read through viem.
 let chain: LocalChain;

@@ -1,14 +1,7 @@
 import { readFileSync } from 'node:fs';
+import { anomalyResult, enrichResult, screeningResult, successEnvelope, verificationResult } from '@vouch/schemas';
+import { createAgent, createTestApp, get, post, randomAddress, recordTx, type TestContext } from '@vouch/testkit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import {
-  anomalyResult,
-  enrichResult,
-  screeningResult,
-  successEnvelope,
-  verificationResult,
-} from '../../../packages/schemas/src/index.ts';
-import { createTestApp, type TestContext } from '../../../test/support/app.ts';
-import { createAgent, get, post, randomAddress, recordTx } from '../../../test/support/factories.ts';
 
 // Listed on the bundled ETH list (EIP-55 mixed case as published), and one only on the USDT list.
 const ETH_LISTED = '0x098B716B8Aaf21512996dC57EB0615e2383E2f96';

@@ -1,8 +1,8 @@
 import { Writable } from 'node:stream';
+import { failureEnvelope } from '@vouch/schemas';
+import { createTestApp, type TestContext } from '@vouch/testkit';
 import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { failureEnvelope } from '../../../packages/schemas/src/index.ts';
-import { createTestApp, type TestContext } from '../../../test/support/app.ts';
 
 const ORIGIN = 'https://wallet.example';
 const lines: Array<Record<string, unknown>> = [];

@@ -1,8 +1,7 @@
+import { failureEnvelope } from '@vouch/schemas';
+import { createAgentWithBudget, createTestApp, type TestContext } from '@vouch/testkit';
 import type { InjectOptions } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { failureEnvelope } from '../../../packages/schemas/src/index.ts';
-import { createTestApp, type TestContext } from '../../../test/support/app.ts';
-import { createAgentWithBudget } from '../../../test/support/factories.ts';
 
 let t: TestContext;
 let agent: string;

@@ -1,8 +1,16 @@
+import { type JobContext, jobs, type Processors } from '@vouch/jobs';
+import {
+  createAgent,
+  createTestApp,
+  get,
+  post,
+  randomAddress,
+  recordTx,
+  SEEDED_SCORE,
+  seedScoredAgents,
+  type TestContext,
+} from '@vouch/testkit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type JobContext, jobs, type Processors } from '../../../packages/jobs/src/index.ts';
-import { createTestApp, type TestContext } from '../../../test/support/app.ts';
-import { createAgent, get, post, randomAddress, recordTx } from '../../../test/support/factories.ts';
-import { SEEDED_SCORE, seedScoredAgents } from '../../../test/support/seed.ts';
 
 // The queued endpoints on the embedded (in-process) runner: the same processors the workers run.
 let t: TestContext;

@@ -1,10 +1,16 @@
+import { createdApiKey, failureEnvelope, successEnvelope } from '@vouch/schemas';
+import {
+  createTestApp,
+  dropPrefix,
+  freePort,
+  redisAvailable,
+  TEST_REDIS_URL,
+  type TestContext,
+  testPrefix,
+} from '@vouch/testkit';
 import type { LightMyRequestResponse } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { RateLimitOptions } from '../../../apps/api/src/rate-limiter.ts';
-import { createdApiKey, failureEnvelope, successEnvelope } from '../../../packages/schemas/src/index.ts';
-import { createTestApp, type TestContext } from '../../../test/support/app.ts';
-import { freePort } from '../../../test/support/process.ts';
-import { dropPrefix, redisAvailable, TEST_REDIS_URL, testPrefix } from '../../../test/support/redis.ts';
+import type { RateLimitOptions } from '../src/rate-limiter.ts';
 
 const limits = { default: 5, register: 2, batch: 1, compute: 3 };
 const ADMIN = 'rate-limit-admin-secret-0123';

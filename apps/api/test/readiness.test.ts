@@ -1,12 +1,6 @@
-import pino from 'pino';
+import { createdApiKey, failureEnvelope, successEnvelope } from '@vouch/schemas';
+import { createTestApp, type DisposableRedis, randomAddress, startRedisServer, type TestContext } from '@vouch/testkit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createProcessors, startWorkers, type WorkerManager } from '../../../apps/worker/src/index.ts';
-import { createServices } from '../../../packages/core/src/index.ts';
-import { createBullmqRunner, queueNames } from '../../../packages/jobs/src/index.ts';
-import { createdApiKey, failureEnvelope, successEnvelope } from '../../../packages/schemas/src/index.ts';
-import { createTestApp, type TestContext } from '../../../test/support/app.ts';
-import { randomAddress } from '../../../test/support/factories.ts';
-import { type DisposableRedis, startRedisServer } from '../../../test/support/redis-server.ts';
 
 const ADMIN = 'readiness-admin-secret-0123';
 const admin = { authorization: `Bearer ${ADMIN}` };
@@ -15,30 +9,21 @@ const admin = { authorization: `Bearer ${ADMIN}` };
 describe('readiness, job metrics and the dashboard with BullMQ on a disposable Redis', () => {
   let redis: DisposableRedis;
   let t: TestContext;
-  let workers: WorkerManager | undefined;
 
   beforeAll(async () => {
     redis = await startRedisServer();
-    const runner = createBullmqRunner({ redisUrl: redis.url, prefix: 'vouch', waitMs: 5000 });
+    // The API with a BullMQ worker in the same process, as `npm start` runs with REDIS_URL.
     t = await createTestApp({
-      jobs: () => runner,
+      role: 'all',
+      env: { REDIS_URL: redis.url, WORKER_CONCURRENCY: '1', JOB_WAIT_TIMEOUT_MS: '5000', SHUTDOWN_TIMEOUT_MS: '1000' },
       edge: {
-        queues: [...runner.queues.values()],
         auth: { mode: 'on', adminKey: ADMIN },
         rateLimit: { limits: { default: 1000, register: 1000, batch: 1000, compute: 1000 }, redisUrl: redis.url },
       },
     });
-    workers = startWorkers({
-      redisUrl: redis.url,
-      queues: queueNames,
-      concurrency: () => 1,
-      processors: createProcessors(createServices({ db: t.database.db }), 'readiness-worker'),
-      logger: pino({ level: 'silent' }),
-    });
   });
 
   afterAll(async () => {
-    await workers?.close(1000);
     await t?.close();
     await redis?.kill();
   });
@@ -119,8 +104,7 @@ describe('readiness, job metrics and the dashboard with BullMQ on a disposable R
   });
 
   it('goes 503 within a bounded time when Redis stops, while reads keep working', async () => {
-    await workers?.close(1000);
-    workers = undefined;
+    await t.runtime.workers?.close(1000);
     await redis.kill();
 
     const deadline = Date.now() + 10_000;

@@ -1,3 +1,4 @@
+import { createTestApp, randomAddress, type TestContext } from '@vouch/testkit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { fuzzRoutes, fuzzTarget } from '../../../test/reliability/support/fuzz.ts';
 import { type HttpClient, httpClient } from '../../../test/reliability/support/http.ts';
@@ -10,8 +11,6 @@ import {
   startLagProxy,
   waitingRequests,
 } from '../../../test/reliability/support/waits.ts';
-import { createTestApp, type TestContext } from '../../../test/support/app.ts';
-import { randomAddress } from '../../../test/support/factories.ts';
 
 // The fast subset of the reliability suite (docs/RELIABILITY.md), in every `npm test` and so
 // in CI, on both drivers: R1 once, R2, a short R9 and R8. `npm run test:reliability` runs

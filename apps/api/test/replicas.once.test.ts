@@ -1,16 +1,19 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { failureEnvelope } from '../../../packages/schemas/src/index.ts';
+import { failureEnvelope } from '@vouch/schemas';
 import {
+  dropPrefix,
   type EmbeddedApi,
   freePort,
+  redisAvailable,
   type Spawned,
   spawnBuilt,
   startEmbeddedApi,
-} from '../../../test/support/process.ts';
-import { dropPrefix, redisAvailable, TEST_REDIS_URL, testPrefix } from '../../../test/support/redis.ts';
+  TEST_REDIS_URL,
+  testPrefix,
+} from '@vouch/testkit';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 // Two API replicas as real processes, one Redis: a client's limit is one budget across both.
 describe.runIf(await redisAvailable())('two API processes sharing one Redis-backed limit', () => {
@@ -93,7 +96,9 @@ describe('start-up in production', () => {
         ADMIN_API_KEY: '',
       });
       expect(await server.exited).not.toBe(0);
-      expect(server.output()).toContain('ADMIN_API_KEY is required when AUTH is on');
+      // One line naming the variable, no stack trace.
+      expect(server.output()).toContain('vouch-api: invalid configuration: ADMIN_API_KEY: required when AUTH is on');
+      expect(server.output()).not.toMatch(/\n\s+at /);
     } finally {
       rmSync(dataDir, { recursive: true, force: true });
     }

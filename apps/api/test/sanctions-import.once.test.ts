@@ -1,14 +1,13 @@
 import { spawnSync } from 'node:child_process';
+import { createTestDatabase, createTestRuntime } from '@vouch/testkit';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { createServices } from '../../../packages/core/src/index.ts';
-import { createTestDatabase } from '../../../test/support/db.ts';
 
 // `npm run sanctions:import -- <file>` as a user runs it, against a database of its own.
 describe.runIf(inject('testDbMode') === 'postgres')('npm run sanctions:import', () => {
   let database: Awaited<ReturnType<typeof createTestDatabase>>;
   beforeAll(async () => {
     database = await createTestDatabase();
-    await createServices({ db: database.db }).sanctions.ensureBundled();
+    await (await createTestRuntime(database)).close(); // loads the bundled list
   });
   afterAll(() => database?.close());
 
@@ -28,7 +27,9 @@ describe.runIf(inject('testDbMode') === 'postgres')('npm run sanctions:import', 
       '0x1111111111111111111111111111111111111111',
       '0x2222222222222222222222222222222222222222',
     ]);
-    const active = await createServices({ db: database.db }).sanctions.activeSnapshot();
+    const runtime = await createTestRuntime(database, { loadSanctions: false });
+    const active = await runtime.services.sanctions.activeSnapshot();
+    await runtime.close();
     expect(active).toMatchObject({ snapshot_date: '2026-11-03', entries: 3 });
   }, 60_000);
 

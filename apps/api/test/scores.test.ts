@@ -1,7 +1,14 @@
+import { scoreBreakdown, successEnvelope } from '@vouch/schemas';
+import {
+  createAgentWithBudget,
+  createTestApp,
+  get,
+  post,
+  randomAddress,
+  recordTx,
+  type TestContext,
+} from '@vouch/testkit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { scoreBreakdown, successEnvelope } from '../../../packages/schemas/src/index.ts';
-import { createTestApp, type TestContext } from '../../../test/support/app.ts';
-import { createAgentWithBudget, get, post, randomAddress, recordTx } from '../../../test/support/factories.ts';
 
 let t: TestContext;
 beforeAll(async () => {

@@ -1,6 +1,13 @@
+import {
+  dropPrefix,
+  type EmbeddedApi,
+  redisAvailable,
+  type Spawned,
+  startEmbeddedApi,
+  TEST_REDIS_URL,
+  testPrefix,
+} from '@vouch/testkit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type EmbeddedApi, type Spawned, startEmbeddedApi } from '../../../test/support/process.ts';
-import { dropPrefix, redisAvailable, TEST_REDIS_URL, testPrefix } from '../../../test/support/redis.ts';
 
 // `npm start` on a bare machine: the embedded server as a real process over real HTTP.
 describe('embedded server (PGlite) as a process', () => {

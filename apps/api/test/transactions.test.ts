@@ -1,7 +1,15 @@
+import { successEnvelope, transactionRecord, transactionStats } from '@vouch/schemas';
+import {
+  createAgent,
+  createTestApp,
+  get,
+  post,
+  randomAddress,
+  randomTxHash,
+  recordTx,
+  type TestContext,
+} from '@vouch/testkit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { successEnvelope, transactionRecord, transactionStats } from '../../../packages/schemas/src/index.ts';
-import { createTestApp, type TestContext } from '../../../test/support/app.ts';
-import { createAgent, get, post, randomAddress, randomTxHash, recordTx } from '../../../test/support/factories.ts';
 
 let t: TestContext;
 beforeAll(async () => {

@@ -1,62 +1,53 @@
-import pino from 'pino';
+import { type JobContext, jobs, type Processors } from '@vouch/jobs';
+import {
+  createAgent,
+  createTestApp,
+  dropPrefix,
+  freePort,
+  get,
+  post,
+  redisAvailable,
+  TEST_REDIS_URL,
+  type TestContext,
+  testPrefix,
+} from '@vouch/testkit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import {
-  createProcessors,
-  startWorkers,
-  verifyProcessors,
-  type WorkerManager,
-} from '../../../apps/worker/src/index.ts';
-import { createServices } from '../../../packages/core/src/index.ts';
-import {
-  createBullmqRunner,
-  type JobContext,
-  type JobRunner,
-  jobs,
-  type Processors,
-  queueNames,
-} from '../../../packages/jobs/src/index.ts';
-import { createTestApp, type TestContext } from '../../../test/support/app.ts';
-import { createAgent, get, post } from '../../../test/support/factories.ts';
-import { freePort } from '../../../test/support/process.ts';
-import { dropPrefix, redisAvailable, TEST_REDIS_URL, testPrefix } from '../../../test/support/redis.ts';
 
 const hasRedis = await redisAvailable();
-const logger = pino({ level: 'silent' });
 
 describe.runIf(hasRedis)('BullMQ transport on a real Redis', () => {
   const prefix = testPrefix();
-  let t: TestContext & { jobs?: JobRunner };
-  let manager: WorkerManager;
+  let t: TestContext;
   // While set, recomputation chunks wait for it before they run.
   let chunkGate: Promise<void> | null = null;
 
   beforeAll(async () => {
+    // The API with BullMQ workers in the same process (two jobs at a time on every queue).
     t = await createTestApp({
-      jobs: () => createBullmqRunner({ redisUrl: TEST_REDIS_URL, prefix, waitMs: 150 }),
-    });
-    const real = createProcessors(createServices({ db: t.database.db }), 'test-worker');
-    // Scores of 999 take longer than the API's wait, to exercise the 202 path.
-    const processors: Processors = {
-      ...real,
-      'scores.batch': async (payload: Parameters<Processors['scores.batch']>[0], ctx: JobContext) => {
-        if (payload.entries[0]?.score === 999) await new Promise((resolve) => setTimeout(resolve, 600));
-        return real['scores.batch'](payload, ctx);
+      role: 'all',
+      env: {
+        REDIS_URL: TEST_REDIS_URL,
+        BULLMQ_PREFIX: prefix,
+        JOB_WAIT_TIMEOUT_MS: '150',
+        WORKER_CONCURRENCY: '2',
+        WORKER_CONCURRENCY_RECOMPUTE: '2',
+        SHUTDOWN_TIMEOUT_MS: '5000',
       },
-      'scores.recompute-chunk': async (
-        payload: Parameters<Processors['scores.recompute-chunk']>[0],
-        ctx: JobContext,
-      ) => {
-        await chunkGate;
-        return real['scores.recompute-chunk'](payload, ctx);
-      },
-    };
-    manager = startWorkers({
-      redisUrl: TEST_REDIS_URL,
-      prefix,
-      queues: queueNames,
-      concurrency: () => 2,
-      processors,
-      logger,
+      // Scores of 999 take longer than the API's wait, to exercise the 202 path.
+      processors: (real): Processors => ({
+        ...real,
+        'scores.batch': async (payload: Parameters<Processors['scores.batch']>[0], ctx: JobContext) => {
+          if (payload.entries[0]?.score === 999) await new Promise((resolve) => setTimeout(resolve, 600));
+          return real['scores.batch'](payload, ctx);
+        },
+        'scores.recompute-chunk': async (
+          payload: Parameters<Processors['scores.recompute-chunk']>[0],
+          ctx: JobContext,
+        ) => {
+          await chunkGate;
+          return real['scores.recompute-chunk'](payload, ctx);
+        },
+      }),
     });
   });
 
@@ -71,7 +62,6 @@ describe.runIf(hasRedis)('BullMQ transport on a real Redis', () => {
   }
 
   afterAll(async () => {
-    await manager?.close(5000);
     await t?.close();
     await dropPrefix(prefix);
   });
@@ -130,8 +120,8 @@ describe.runIf(hasRedis)('BullMQ transport on a real Redis', () => {
     // Passes the API's check, then is unregistered behind its back: the worker refuses the whole batch.
     const agent = await createAgent(t.app);
     await t.database.db.updateTable('agents').set({ is_registered: false }).where('address', '=', agent).execute();
-    const outcome = t.jobs?.run(
-      (await import('../../../packages/jobs/src/index.ts')).jobs.batchScores,
+    const outcome = t.jobs.run(
+      jobs.batchScores,
       { entries: [{ address: agent, score: 5, reason: '0x' }] },
       { waitMs: 5000 },
     );
@@ -141,7 +131,7 @@ describe.runIf(hasRedis)('BullMQ transport on a real Redis', () => {
   it('fails fast with 503 when the producer cannot reach Redis', async () => {
     const port = await freePort(); // nothing listens there
     const ctx = await createTestApp({
-      jobs: () => createBullmqRunner({ redisUrl: `redis://127.0.0.1:${port}`, prefix, waitMs: 150 }),
+      env: { REDIS_URL: `redis://127.0.0.1:${port}`, BULLMQ_PREFIX: prefix, JOB_WAIT_TIMEOUT_MS: '150' },
     });
     try {
       const agent = await createAgent(ctx.app);
@@ -154,20 +144,5 @@ describe.runIf(hasRedis)('BullMQ transport on a real Redis', () => {
     } finally {
       await ctx.close();
     }
-  });
-});
-
-describe('the worker refuses an incomplete processor set', () => {
-  it('names the missing processor', () => {
-    const processors = { 'scores.batch': async () => ({ updated: 0, agents: [] }) } as unknown as Processors;
-    expect(() => verifyProcessors(processors)).toThrow(/missing \[.*scores\.recompute/);
-  });
-
-  it('names an unknown one', () => {
-    const real = createProcessors({} as never, 'w');
-    expect(() => verifyProcessors({ ...real, 'no.such.job': async () => ({}) } as unknown as Processors)).toThrow(
-      /unknown \[no\.such\.job\]/,
-    );
-    expect(() => verifyProcessors(real)).not.toThrow();
   });
 });

@@ -1,10 +1,18 @@
+import type { Services } from '@vouch/core';
+import type { Runtime } from '@vouch/runtime';
+import {
+  createTestDatabase,
+  createTestRuntime,
+  dropPrefix,
+  redisAvailable,
+  SEEDED_SCORE,
+  type Spawned,
+  seedScoredAgents,
+  spawnBuilt,
+  TEST_REDIS_URL,
+  testPrefix,
+} from '@vouch/testkit';
 import { afterEach, beforeEach, describe, expect, inject, it } from 'vitest';
-import { createServices, type Services } from '../../../packages/core/src/index.ts';
-import { createBullmqRunner, type JobRunner } from '../../../packages/jobs/src/index.ts';
-import { createTestDatabase } from '../../../test/support/db.ts';
-import { type Spawned, spawnBuilt } from '../../../test/support/process.ts';
-import { dropPrefix, redisAvailable, TEST_REDIS_URL, testPrefix } from '../../../test/support/redis.ts';
-import { SEEDED_SCORE, seedScoredAgents } from '../../../test/support/seed.ts';
 
 // Real worker processes on the shared Redis and a Postgres database of this file's own.
 const runnable = inject('testDbMode') === 'postgres' && (await redisAvailable());
@@ -21,15 +29,24 @@ async function waitForOutput(worker: Spawned, text: string, timeoutMs = 60_000) 
 describe.runIf(runnable)('two worker processes', () => {
   let database: Awaited<ReturnType<typeof createTestDatabase>>;
   let prefix: string;
-  let runner: JobRunner;
+  let runtime: Runtime;
   let services: Services;
   let workers: Spawned[] = [];
 
   beforeEach(async () => {
     database = await createTestDatabase();
     prefix = testPrefix();
-    runner = createBullmqRunner({ redisUrl: TEST_REDIS_URL, prefix, waitMs: 120_000 });
-    services = createServices({ db: database.db, jobs: runner, recomputeChunkSize: 50 });
+    // This process only produces (role api); the two worker processes run the jobs.
+    runtime = await createTestRuntime(database, {
+      role: 'api',
+      env: {
+        REDIS_URL: TEST_REDIS_URL,
+        BULLMQ_PREFIX: prefix,
+        JOB_WAIT_TIMEOUT_MS: '120000',
+        RECOMPUTE_CHUNK_SIZE: '50',
+      },
+    });
+    services = runtime.services;
     workers = await Promise.all(
       [1, 2].map(() =>
         spawnBuilt('worker', {
@@ -50,7 +67,7 @@ describe.runIf(runnable)('two worker processes', () => {
 
   afterEach(async () => {
     for (const w of workers) if (w.child.exitCode === null) w.child.kill('SIGKILL');
-    await runner?.close();
+    await runtime?.close();
     await database?.close();
     await dropPrefix(prefix);
   });

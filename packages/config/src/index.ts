@@ -1,17 +1,88 @@
+import { isIP } from 'node:net';
 import { z } from 'zod';
 
+/**
+ * The one place the environment is read: every setting of every process (API, worker, CLIs),
+ * its type and its single default. `loadConfig()` parses `process.env` once and returns a frozen
+ * object; everything else takes that object. `.env.example` lists the same keys.
+ */
+
+/** Every queue. Queue names never contain ':' or '-' (job ids are `<queue>-<uuid>`). */
+export const queueNames = ['scores', 'checks', 'recompute'] as const;
+export type QueueName = (typeof queueNames)[number];
+
 /** Reads an optional env value; empty strings count as unset. */
-const optionalString = z
+export const optionalString = z
   .string()
   .optional()
   .transform((v) => (v === undefined || v.trim() === '' ? undefined : v.trim()));
 
-const positiveInt = (fallback: number) => z.coerce.number().int().positive().default(fallback);
-
+/** A whole number > 0; refuses `abc`, `1.5`, `0` and the like with a message naming the value. */
+export const positiveInt = (fallback: number) => z.coerce.number().int().positive().default(fallback);
 const nonNegative = (fallback: number) => z.coerce.number().nonnegative().default(fallback);
+const onOff = (fallback: 'on' | 'off') =>
+  optionalString.pipe(z.enum(['on', 'off']).default(fallback)).transform((v) => v === 'on');
+const trueFalse = (fallback: 'true' | 'false') =>
+  optionalString.pipe(z.enum(['true', 'false']).default(fallback)).transform((v) => v === 'true');
+/** Unset falls back to another setting (`null` here, resolved by the reader). */
+const optionalPositiveInt = optionalString
+  .transform((v) => (v === undefined ? undefined : Number(v)))
+  .pipe(z.number().int().positive().optional());
 
-/** Settings of the checks (verification and anomaly thresholds, the chain); see docs/checks.md. */
-export const checksEnv = {
+/** proxy-addr's named ranges, accepted by Fastify's trustProxy as well as addresses and CIDRs. */
+const PROXY_RANGES = new Set(['loopback', 'linklocal', 'uniquelocal']);
+function proxyEntryProblem(entry: string): string | null {
+  if (PROXY_RANGES.has(entry)) return null;
+  const [address, bits, ...rest] = entry.split('/');
+  const family = isIP(address ?? '');
+  if (family === 0 || rest.length > 0)
+    return `"${entry}" is not an IP address, a CIDR or loopback|linklocal|uniquelocal`;
+  if (bits !== undefined) {
+    const n = Number(bits);
+    if (!/^\d+$/.test(bits) || n > (family === 4 ? 32 : 128)) return `"${entry}" has an invalid prefix length`;
+  }
+  return null;
+}
+
+/** Comma-separated trusted proxies. `true` (trust everyone) is refused: X-Forwarded-For would be anyone's to forge. */
+const trustProxy = optionalString.superRefine((value, ctx) => {
+  if (value === undefined) return;
+  for (const entry of value.split(',').map((s) => s.trim())) {
+    const problem = proxyEntryProblem(entry);
+    if (problem) ctx.addIssue({ code: 'custom', message: `${problem}; list the proxies' addresses` });
+  }
+});
+
+const queueList = optionalString.superRefine((value, ctx) => {
+  if (value === undefined) return;
+  const unknown = value
+    .split(',')
+    .map((q) => q.trim())
+    .filter((q) => q && !(queueNames as readonly string[]).includes(q));
+  if (unknown.length)
+    ctx.addIssue({ code: 'custom', message: `unknown queues ${unknown.join(', ')} (known: ${queueNames.join(', ')})` });
+});
+
+/** Process and storage settings every role shares. */
+const processEnv = {
+  NODE_ENV: z.enum(['development', 'production', 'test']).default('development'),
+  LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+  /** Deadline for a graceful stop of any process (API requests in flight, worker jobs running). */
+  SHUTDOWN_TIMEOUT_MS: positiveInt(10_000),
+};
+
+const databaseEnv = {
+  DATABASE_URL: optionalString,
+  DATA_DIR: z.string().default('./.data'),
+  DB_POOL_MAX: positiveInt(10),
+  DB_CONNECTION_TIMEOUT_MS: positiveInt(1000),
+  /** `off` for poolers that cannot carry named prepared statements (PgBouncer in transaction mode before 1.21). */
+  DB_PREPARED_STATEMENTS: onOff('on'),
+  MIGRATE_ON_START: trueFalse('true'),
+};
+
+/** Verification and anomaly thresholds and the chain; docs/checks.md. */
+const checksEnv = {
   CHAIN_RPC_URL: optionalString,
   VERIFY_MIN_AGE_DAYS: nonNegative(1),
   VERIFY_MIN_TRANSACTIONS: nonNegative(1),
@@ -24,34 +95,120 @@ export const checksEnv = {
   ANOMALY_FAILURE_FLAG_RATE: nonNegative(0.2),
 };
 
-/** Settings every process shares (DESIGN §5). */
-export const sharedEnv = {
-  NODE_ENV: z.enum(['development', 'production', 'test']).default('development'),
-  LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
-  DATABASE_URL: optionalString,
-  DATA_DIR: z.string().default('./.data'),
+/** Queues and workers; docs/jobs.md. */
+const jobsEnv = {
   REDIS_URL: optionalString,
-  DB_POOL_MAX: positiveInt(10),
-  DB_CONNECTION_TIMEOUT_MS: positiveInt(1000),
-  /** `off` for poolers that cannot carry named prepared statements (PgBouncer in transaction mode before 1.21). */
-  DB_PREPARED_STATEMENTS: z
-    .enum(['on', 'off'])
-    .default('on')
-    .transform((v) => v === 'on'),
-  MIGRATE_ON_START: z
-    .enum(['true', 'false'])
-    .default('true')
-    .transform((v) => v === 'true'),
-  ...checksEnv,
+  BULLMQ_PREFIX: z.string().default('vouch'),
+  /** How long a request waits for its job before answering 202 with the job id. */
+  JOB_WAIT_TIMEOUT_MS: positiveInt(10_000),
+  RECOMPUTE_CHUNK_SIZE: positiveInt(250),
+  /** Comma-separated queues a worker process takes jobs from; unset → all. */
+  WORKER_QUEUES: queueList,
+  /** Jobs per queue a process runs at once, unless the queue's own setting says otherwise. */
+  WORKER_CONCURRENCY: positiveInt(4),
+  WORKER_CONCURRENCY_SCORES: optionalPositiveInt,
+  WORKER_CONCURRENCY_CHECKS: optionalPositiveInt,
+  /**
+   * A recomputation chunk is two bulk statements that keep a database core busy for their whole
+   * run, so a process runs one at a time and a recomputation goes faster with more worker
+   * processes (docs/jobs.md "Scaling").
+   */
+  WORKER_CONCURRENCY_RECOMPUTE: positiveInt(1),
+  /** How long a job's lock lasts; a killed worker's jobs are taken again after it (stalled). */
+  WORKER_LOCK_DURATION_MS: positiveInt(30_000),
+  WORKER_STALLED_INTERVAL_MS: positiveInt(30_000),
 };
 
-export { disablePretenuring } from './pretenuring.ts';
-export { optionalString, positiveInt };
+/** The HTTP API and its edge (auth, limits, CORS); docs/edge.md. */
+const apiEnv = {
+  PORT: z.coerce.number().int().min(0).max(65535).default(3000),
+  HOST: z.string().default('127.0.0.1'),
+  TRUST_PROXY: trustProxy,
+  BODY_LIMIT_BYTES: positiveInt(1024 * 1024),
+  /** `all` (npm start): with REDIS_URL also runs a worker in this process; `api`: the API alone. */
+  VOUCH_ROLE: z.enum(['all', 'api']).default('all'),
+  /** Keep scores and budget rows in a per-process cache invalidated by database notifications. */
+  CACHE_READS: onOff('on'),
+  /** Write the answers finished in one event-loop turn together (docs/edge.md). */
+  COALESCE_WRITES: onOff('on'),
+  /** `on`: every API route needs a key with the right scope. Unset → on in production, off elsewhere. */
+  AUTH: optionalString.pipe(z.enum(['on', 'off']).optional()),
+  /** Acts as a key with the admin scope; required whenever AUTH is on. */
+  ADMIN_API_KEY: optionalString.refine((v) => v === undefined || v.length >= 16, {
+    message: 'must be at least 16 characters',
+  }),
+  /** `off` disables rate limiting (benchmarks of the raw path). */
+  RATE_LIMIT: onOff('on'),
+  /** Requests per minute per client: every /api route not listed below. */
+  RATE_LIMIT_DEFAULT: positiveInt(100),
+  RATE_LIMIT_REGISTER: positiveInt(20),
+  RATE_LIMIT_BATCH: positiveInt(10),
+  RATE_LIMIT_COMPUTE: positiveInt(1000),
+  /** Comma-separated origins allowed by CORS; unset → no CORS headers (same-origin only). */
+  CORS_ORIGINS: optionalString,
+};
 
-type ChecksConfig = { [K in keyof typeof checksEnv]: z.output<(typeof checksEnv)[K]> };
+export const configSchema = z
+  .object({ ...processEnv, ...databaseEnv, ...checksEnv, ...jobsEnv, ...apiEnv })
+  .superRefine((config, ctx) => {
+    // AUTH on (the production default) with nobody able to administer keys is refused.
+    if (authMode(config) === 'on' && !config.ADMIN_API_KEY) {
+      const why = config.AUTH === undefined ? ' (AUTH defaults to on when NODE_ENV=production)' : '';
+      ctx.addIssue({
+        code: 'custom',
+        path: ['ADMIN_API_KEY'],
+        message: `required when AUTH is on${why}; set it to a secret of at least 16 characters, or set AUTH=off explicitly`,
+      });
+    }
+  });
+
+export type Config = Readonly<z.output<typeof configSchema>>;
+/** The keys an operator sets, for tests and tools that build a configuration from parts. */
+export type ConfigEnv = Partial<Record<keyof z.input<typeof configSchema>, string>>;
+
+/** A bad setting: the message is one line naming every bad variable, meant to be printed as is. */
+export class ConfigError extends Error {
+  override name = 'ConfigError';
+}
+
+/** Parses the environment once; the result is frozen. */
+export function loadConfig(env: NodeJS.ProcessEnv | ConfigEnv = process.env): Config {
+  const result = configSchema.safeParse(env);
+  if (!result.success) {
+    const problems = result.error.issues.map((i) => {
+      const key = String(i.path[0] ?? 'configuration');
+      const given = (env as Record<string, string | undefined>)[key];
+      const shown = given === undefined || key === 'ADMIN_API_KEY' || key.endsWith('_URL') ? '' : ` (got "${given}")`;
+      return `${key}: ${i.message}${shown}`;
+    });
+    throw new ConfigError(`invalid configuration: ${problems.join('; ')}`);
+  }
+  return Object.freeze(result.data);
+}
+
+export function authMode(config: Pick<Config, 'AUTH' | 'NODE_ENV'>): 'on' | 'off' {
+  return config.AUTH ?? (config.NODE_ENV === 'production' ? 'on' : 'off');
+}
+
+/** Jobs of each queue one process runs at once. */
+export function queueConcurrency(config: Config): Readonly<Record<QueueName, number>> {
+  return {
+    scores: config.WORKER_CONCURRENCY_SCORES ?? config.WORKER_CONCURRENCY,
+    checks: config.WORKER_CONCURRENCY_CHECKS ?? config.WORKER_CONCURRENCY,
+    recompute: config.WORKER_CONCURRENCY_RECOMPUTE,
+  };
+}
+
+/** The queues a worker process takes jobs from. */
+export function workerQueues(config: Config): QueueName[] {
+  if (!config.WORKER_QUEUES) return [...queueNames];
+  return config.WORKER_QUEUES.split(',')
+    .map((q) => q.trim())
+    .filter(Boolean) as QueueName[];
+}
 
 /** The checks' settings in the shape the core services take. */
-export function checksOptions(config: ChecksConfig) {
+export function checksOptions(config: Config) {
   return {
     chainRpcUrl: config.CHAIN_RPC_URL,
     verification: {
@@ -70,31 +227,8 @@ export function checksOptions(config: ChecksConfig) {
   };
 }
 
-export class ConfigError extends Error {}
-
-/** Parses env once; the result is frozen. Errors name every bad key. */
-export function parseConfig<T extends z.ZodType>(
-  schema: T,
-  env: NodeJS.ProcessEnv = process.env,
-): Readonly<z.output<T>> {
-  const result = schema.safeParse(env);
-  if (!result.success) {
-    const lines = result.error.issues.map((i) => `  ${i.path.join('.')}: ${i.message}`);
-    throw new ConfigError(`invalid configuration:\n${lines.join('\n')}`);
-  }
-  return Object.freeze(result.data);
-}
-
-type DatabaseConfig = {
-  DATABASE_URL: string | undefined;
-  DATA_DIR: string;
-  DB_POOL_MAX: number;
-  DB_CONNECTION_TIMEOUT_MS: number;
-  DB_PREPARED_STATEMENTS: boolean;
-};
-
 /** The database settings in the shape `createDatabase` takes. */
-export function databaseOptions(config: DatabaseConfig, applicationName: string) {
+export function databaseOptions(config: Config, applicationName: string) {
   return {
     databaseUrl: config.DATABASE_URL,
     dataDir: config.DATA_DIR,
@@ -104,3 +238,5 @@ export function databaseOptions(config: DatabaseConfig, applicationName: string)
     applicationName,
   };
 }
+
+export { disablePretenuring } from './pretenuring.ts';

@@ -6,8 +6,9 @@ export { createEnrichService, type EnrichService } from './anomaly/enrich.servic
 export * from './budgets/budgets.model.ts';
 export { type BudgetsService, createBudgetsService } from './budgets/budgets.service.ts';
 export { CACHE_CHANNEL, type CacheSpace, createReadCache, type ReadCache } from './cache/read-cache.ts';
-export { type ChecksJobs, createChecksJobs } from './checks/checks-jobs.service.ts';
+export { type ChecksJobs, createChecksJobs } from './checks/checks.service.ts';
 export * from './idempotency/idempotency.service.ts';
+export { createProcessors } from './jobs.ts';
 export * from './keys/keys.model.ts';
 export {
   ApiKeyNotFoundError,

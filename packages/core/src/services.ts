@@ -1,12 +1,12 @@
 import type { DB, Kysely } from '@vouch/db';
 import type { JobRunner } from '@vouch/jobs';
 import { createAgentsService } from './agents/agents.service.ts';
-import { type AnomalyThresholds, defaultAnomalyThresholds } from './anomaly/anomaly.model.ts';
+import { type AnomalySettings, anomalyModelConstants } from './anomaly/anomaly.model.ts';
 import { createAnomalyService } from './anomaly/anomaly.service.ts';
 import { createEnrichService } from './anomaly/enrich.service.ts';
 import { createBudgetsService } from './budgets/budgets.service.ts';
 import type { ReadCache } from './cache/read-cache.ts';
-import { createChecksJobs } from './checks/checks-jobs.service.ts';
+import { createChecksJobs } from './checks/checks.service.ts';
 import { createIdempotencyService } from './idempotency/idempotency.service.ts';
 import { createKeysService } from './keys/keys.service.ts';
 import { createSanctionsService } from './sanctions/sanctions.service.ts';
@@ -15,26 +15,26 @@ import { createScoringJobs } from './scores/scoring-jobs.service.ts';
 import { type Clock, systemClock } from './shared/clock.ts';
 import { createTransactionsService } from './transactions/transactions.service.ts';
 import { createChainReader } from './verification/chain.ts';
-import { defaultThresholds, type VerificationThresholds } from './verification/verification.model.ts';
+import type { VerificationThresholds } from './verification/verification.model.ts';
 import { createVerificationService } from './verification/verification.service.ts';
 
 export interface CoreDeps {
   db: Kysely<DB>;
   clock?: Clock;
-  /** Where queued work goes; without it the queued use cases are absent. */
-  jobs?: JobRunner;
-  recomputeChunkSize?: number;
+  /** Where queued work goes: BullMQ or the in-process runner. */
+  jobs: JobRunner;
+  recomputeChunkSize: number;
   refreshDelayMs?: number;
   onBackgroundError?: (error: unknown, context: Record<string, unknown>) => void;
   /** EVM JSON-RPC endpoint for the chain checks; without it they fail saying so. */
   chainRpcUrl?: string | undefined;
-  verification?: Partial<VerificationThresholds>;
-  anomaly?: Partial<AnomalyThresholds>;
+  verification: VerificationThresholds;
+  anomaly: AnomalySettings;
   /** Read cache for scores and budget rows (API processes). */
   cache?: ReadCache | undefined;
 }
 
-/** Every use case, wired to one database and clock. */
+/** Every use case, wired to one database, clock and job runner; built by the runtime (@vouch/runtime). */
 export function createServices(deps: CoreDeps) {
   const clock = deps.clock ?? systemClock;
   const base = { db: deps.db, clock };
@@ -43,23 +43,21 @@ export function createServices(deps: CoreDeps) {
   const verification = createVerificationService({
     ...base,
     chain: createChainReader(deps.chainRpcUrl),
-    thresholds: { ...defaultThresholds, ...deps.verification },
+    thresholds: deps.verification,
   });
   const anomaly = createAnomalyService({
     ...base,
     sanctions,
     verification,
-    thresholds: { ...defaultAnomalyThresholds, ...deps.anomaly },
+    thresholds: { ...anomalyModelConstants, ...deps.anomaly },
   });
-  const scoring = deps.jobs
-    ? createScoringJobs({
-        runner: deps.jobs,
-        scores,
-        chunkSize: deps.recomputeChunkSize,
-        refreshDelayMs: deps.refreshDelayMs,
-        onRefreshError: (error, agent) => deps.onBackgroundError?.(error, { job: 'scores.refresh-agent', agent }),
-      })
-    : undefined;
+  const scoring = createScoringJobs({
+    runner: deps.jobs,
+    scores,
+    chunkSize: deps.recomputeChunkSize,
+    refreshDelayMs: deps.refreshDelayMs,
+    onRefreshError: (error, agent) => deps.onBackgroundError?.(error, { job: 'scores.refresh-agent', agent }),
+  });
   return {
     agents: createAgentsService({ ...base, cache: deps.cache }),
     budgets: createBudgetsService({ ...base, cache: deps.cache }),
@@ -69,11 +67,11 @@ export function createServices(deps: CoreDeps) {
     verification,
     anomaly,
     enrich: createEnrichService({ ...base, sanctions, verification, anomaly }),
-    checks: deps.jobs ? createChecksJobs({ runner: deps.jobs }) : undefined,
+    checks: createChecksJobs({ runner: deps.jobs }),
     // Recording a transaction schedules a deduplicated score refresh of its agent.
     transactions: createTransactionsService({
       ...base,
-      onRecorded: scoring ? (agent) => scoring.refresh(agent) : undefined,
+      onRecorded: (agent) => scoring.refresh(agent),
     }),
     idempotency: createIdempotencyService(base),
     keys: createKeysService(base),

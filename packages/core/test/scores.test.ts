@@ -1,7 +1,6 @@
+import { type Database, sql } from '@vouch/db';
+import { createTestDatabase, SEEDED_SCORE, seedScoredAgents } from '@vouch/testkit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type Database, sql } from '../../../packages/db/src/index.ts';
-import { createTestDatabase } from '../../../test/support/db.ts';
-import { SEEDED_SCORE, seedScoredAgents } from '../../../test/support/seed.ts';
 import { createScoresService } from '../src/scores/scores.service.ts';
 
 let database: Database;

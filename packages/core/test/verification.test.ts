@@ -1,11 +1,10 @@
+import { checksOptions, loadConfig } from '@vouch/config';
+import type { Database, DB, Kysely } from '@vouch/db';
+import { sql } from '@vouch/db';
+import { createTestDatabase, randomAddress, randomTxHash } from '@vouch/testkit';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import type { Database, DB, Kysely } from '../../../packages/db/src/index.ts';
-import { sql } from '../../../packages/db/src/index.ts';
-import { createTestDatabase } from '../../../test/support/db.ts';
-import { randomAddress, randomTxHash } from '../../../test/support/factories.ts';
 import { createSanctionsService } from '../src/sanctions/sanctions.service.ts';
 import type { ChainReader } from '../src/verification/chain.ts';
-import { defaultThresholds } from '../src/verification/verification.model.ts';
 import { createVerificationService } from '../src/verification/verification.service.ts';
 
 // On the bundled lists: one on the ETH list, one only on the USDT list.
@@ -57,7 +56,7 @@ function verifier(chain: ChainReader | null = null) {
     db: counted.db,
     clock: () => clock.now,
     chain,
-    thresholds: defaultThresholds,
+    thresholds: checksOptions(loadConfig({})).verification,
   });
   return { verify: service.verify, executed: counted.executed };
 }

@@ -9,6 +9,7 @@ export {
 } from './client.ts';
 export { isDatabaseUnavailable, sqlState } from './errors.ts';
 export { migrateToLatest } from './migrate.ts';
+export { CACHE_NOTIFY_ROW_LIMIT } from './migrations/20261122000000-cache-notify-statements.ts';
 export { migrations } from './migrations/index.ts';
 export { runPrepared } from './prepared.ts';
 export type * from './schema.ts';

@@ -1,7 +1,7 @@
+import { type Database, migrations, sql } from '@vouch/db';
+import { createTestDatabase } from '@vouch/testkit';
 import { Migrator } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type Database, migrations, sql } from '../../../packages/db/src/index.ts';
-import { createTestDatabase } from '../../../test/support/db.ts';
 
 let database: Database;
 beforeAll(async () => {

@@ -1,6 +1,6 @@
+import { createDatabase, type Database, runPrepared, sql } from '@vouch/db';
+import { createTestDatabase } from '@vouch/testkit';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { createDatabase, type Database, runPrepared, sql } from '../../../packages/db/src/index.ts';
-import { createTestDatabase } from '../../../test/support/db.ts';
 
 let database: Database & { url?: string };
 beforeAll(async () => {

@@ -24,6 +24,11 @@ export interface BullmqOptions {
   /** Key prefix; tests give each file its own. */
   prefix?: string;
   waitMs: number;
+  /**
+   * Follow completion events so that `run` can wait for results (default). A worker process
+   * only enqueues, so it opens no QueueEvents connections; its `run` refuses.
+   */
+  awaitResults?: boolean;
   onError?: (error: unknown) => void;
 }
 
@@ -94,7 +99,7 @@ export function createBullmqRunner(options: BullmqOptions): JobRunner & { queues
     queues.set(name, queue);
   }
   // Completion events only of the queues whose jobs a producer waits for.
-  for (const name of awaitedQueues) {
+  for (const name of options.awaitResults === false ? [] : awaitedQueues) {
     const queueEvents = new QueueEvents(name, {
       connection: { ...blockingConnection(options.redisUrl), retryStrategy },
       prefix,
@@ -170,7 +175,7 @@ export function createBullmqRunner(options: BullmqOptions): JobRunner & { queues
    */
   async function wait<R>(job: Job, def: AnyJob, waitMs: number): Promise<RunOutcome<R>> {
     const queueEvents = events.get(def.queue);
-    if (!queueEvents) throw new Error(`no events followed for ${def.queue}`);
+    if (!queueEvents) throw new Error(`this process does not wait for jobs of ${def.queue} (awaitResults is off)`);
     const id = job.id as string;
     // BullMQ starts its own timer only once the queue is ready; this one bounds the whole wait.
     const finished = await within(

@@ -1,22 +1,15 @@
 import { randomUUID } from 'node:crypto';
 import { DomainJobError, JobFailedError } from './errors.ts';
-import type { Processors } from './processor.ts';
-import {
-  type AnyJob,
-  assertAwaited,
-  concurrencyFrom,
-  type JobName,
-  type PayloadOf,
-  type QueueName,
-  queueNames,
-  type ResultOf,
-} from './registry.ts';
+import type { Executor } from './executor.ts';
+import { type AnyJob, assertAwaited, type PayloadOf, type QueueName, queueNames, type ResultOf } from './registry.ts';
 import type { EnqueueOptions, FlowChild, JobInfo, JobRunner, JobStatus, RunOutcome } from './runner.ts';
 
-interface Record {
+interface JobRecord {
   info: JobInfo;
   job: AnyJob;
   payload: unknown;
+  /** 1 for the first run; grows with each retry. */
+  attempt: number;
   dedupeId?: string;
   children: string[];
   /** What a processor threw when it failed for a reason other than a domain refusal. */
@@ -26,9 +19,10 @@ interface Record {
 }
 
 export interface InProcessOptions {
-  processors: Processors;
-  /** Jobs of each queue running at once (default: the queue's own default, else 4). */
-  concurrency?: (queue: QueueName) => number;
+  /** The same executor the BullMQ workers use (executor.ts): same parsing, attempts and backoff. */
+  execute: Executor;
+  /** Jobs of each queue running at once. */
+  concurrency: Readonly<Record<QueueName, number>>;
   waitMs: number;
   /** Finished jobs kept for GET /api/jobs/:id. */
   keepFinished?: number;
@@ -59,20 +53,19 @@ class Lane {
  * embedded mode without Redis. Jobs live in memory: a restart forgets them.
  */
 export function createInProcessRunner(options: InProcessOptions): JobRunner {
-  const records = new Map<string, Record>();
-  const concurrency = options.concurrency ?? concurrencyFrom({}, 4);
-  const lanes = new Map<QueueName, Lane>(queueNames.map((q) => [q, new Lane(concurrency(q))]));
+  const records = new Map<string, JobRecord>();
+  const lanes = new Map<QueueName, Lane>(queueNames.map((q) => [q, new Lane(options.concurrency[q])]));
   const dedupe = new Map<string, string>();
   const keep = options.keepFinished ?? 5000;
   let closed = false;
 
-  function create(job: AnyJob, payload: unknown, status: JobStatus): Record {
+  function create(job: AnyJob, payload: unknown, status: JobStatus): JobRecord {
     const parsed = job.payload.parse(payload);
     let finish!: () => void;
     const finished = new Promise<void>((resolve) => {
       finish = resolve;
     });
-    const record: Record = {
+    const record: JobRecord = {
       info: {
         id: `${job.queue}-${randomUUID()}`,
         name: job.name,
@@ -86,6 +79,7 @@ export function createInProcessRunner(options: InProcessOptions): JobRunner {
       },
       job,
       payload: parsed,
+      attempt: 1,
       children: [],
       finished,
       finish,
@@ -94,7 +88,7 @@ export function createInProcessRunner(options: InProcessOptions): JobRunner {
     return record;
   }
 
-  function complete(record: Record, result: unknown, error: JobInfo['error']) {
+  function complete(record: JobRecord, result: unknown, error: JobInfo['error']) {
     record.info.status = error ? 'failed' : 'completed';
     record.info.result = result;
     record.info.error = error;
@@ -111,47 +105,63 @@ export function createInProcessRunner(options: InProcessOptions): JobRunner {
     }
   }
 
-  async function execute(record: Record, childrenValues: unknown[] = []) {
+  async function execute(record: JobRecord, childrenValues: unknown[] = []) {
     const lane = lanes.get(record.job.queue);
     if (!lane) throw new Error(`no lane for queue ${record.job.queue}`);
     await lane.acquire();
     try {
       if (record.dedupeId) dedupe.delete(record.dedupeId);
       record.info.status = 'active';
-      const processor = options.processors[record.job.name as JobName] as (p: unknown, c: unknown) => Promise<unknown>;
-      const result = await processor(record.payload, {
-        jobId: record.info.id,
-        attempt: 1,
-        updateProgress: async (progress: number) => {
-          record.info.progress = progress;
+      const outcome = await options.execute({
+        job: record.job,
+        data: record.payload,
+        attempt: record.attempt,
+        queuedAt: record.info.createdAt,
+        context: {
+          jobId: record.info.id,
+          updateProgress: async (progress: number) => {
+            record.info.progress = progress;
+          },
+          childrenValues: async () => childrenValues,
         },
-        childrenValues: async () => childrenValues,
       });
-      complete(record, record.job.result.parse(result), null);
-    } catch (error) {
-      const encoded =
-        error instanceof DomainJobError
-          ? error.encoded
-          : { code: 'INTERNAL_ERROR', message: error instanceof Error ? error.message : String(error) };
-      if (!(error instanceof DomainJobError)) {
-        options.onError?.(error, record.info);
-        record.cause = error;
+      switch (outcome.kind) {
+        case 'completed':
+          complete(record, outcome.result, null);
+          break;
+        case 'refused':
+          complete(record, null, outcome.error);
+          break;
+        case 'unavailable':
+        case 'retry':
+          // Run again after the delay, as BullMQ would: the waiting caller keeps waiting.
+          options.onError?.(outcome.cause, record.info);
+          if (outcome.kind === 'retry') record.attempt++;
+          record.info.status = 'delayed';
+          schedule(record, outcome.delayMs, childrenValues);
+          break;
+        case 'failed':
+          options.onError?.(outcome.cause, record.info);
+          record.cause = outcome.cause;
+          complete(record, null, {
+            code: 'INTERNAL_ERROR',
+            message: outcome.cause instanceof Error ? outcome.cause.message : String(outcome.cause),
+          });
       }
-      complete(record, null, encoded);
     } finally {
       lane.release();
     }
   }
 
-  function schedule(record: Record, delayMs = 0) {
+  function schedule(record: JobRecord, delayMs = 0, childrenValues?: unknown[]) {
     const start = () => {
-      if (!closed) void execute(record);
+      if (!closed) void execute(record, childrenValues);
     };
     if (delayMs > 0) setTimeout(start, delayMs).unref();
     else queueMicrotask(start);
   }
 
-  async function wait<R>(record: Record, waitMs: number): Promise<RunOutcome<R>> {
+  async function wait<R>(record: JobRecord, waitMs: number): Promise<RunOutcome<R>> {
     let timer: NodeJS.Timeout | undefined;
     const timedOut = new Promise<'timeout'>((resolve) => {
       timer = setTimeout(() => resolve('timeout'), waitMs);

@@ -1,29 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { assertAwaited, awaitedQueues, concurrencyFrom, jobs, queueNames } from './registry.ts';
-
-describe('concurrencyFrom', () => {
-  it('gives recomputation chunks one at a time per process and the other queues WORKER_CONCURRENCY', () => {
-    const concurrency = concurrencyFrom({}, 6);
-    expect(Object.fromEntries(queueNames.map((q) => [q, concurrency(q)]))).toEqual({
-      scores: 6,
-      checks: 6,
-      recompute: 1,
-    });
-  });
-
-  it('lets WORKER_CONCURRENCY_<QUEUE> override any queue, its own default included', () => {
-    const concurrency = concurrencyFrom({ WORKER_CONCURRENCY_RECOMPUTE: '3', WORKER_CONCURRENCY_CHECKS: '8' }, 4);
-    expect([concurrency('recompute'), concurrency('checks'), concurrency('scores')]).toEqual([3, 8, 4]);
-  });
-
-  it('refuses a value that is not a positive integer, naming the variable', () => {
-    for (const raw of ['0', '-1', '1.5', 'many']) {
-      expect(() => concurrencyFrom({ WORKER_CONCURRENCY_RECOMPUTE: raw }, 4)('recompute')).toThrow(
-        'WORKER_CONCURRENCY_RECOMPUTE must be a positive integer',
-      );
-    }
-  });
-});
+import { assertAwaited, awaitedQueues, jobs } from './registry.ts';
 
 describe('queues', () => {
   it('put recomputation chunks on a queue of their own, apart from batch scores and refreshes', () => {

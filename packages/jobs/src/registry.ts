@@ -1,36 +1,8 @@
+import { type QueueName, queueNames } from '@vouch/config';
 import { anomalyResult, screeningResult, verificationResult } from '@vouch/schemas';
 import { z } from 'zod';
 
-/** Every queue. Queue names never contain ':' or '-' (job ids are `<queue>-<uuid>`). */
-export const queueNames = ['scores', 'checks', 'recompute'] as const;
-export type QueueName = (typeof queueNames)[number];
-
-/**
- * Jobs of a queue one process runs at once unless `WORKER_CONCURRENCY_<QUEUE>` says otherwise;
- * `null` takes `WORKER_CONCURRENCY`. A recomputation chunk is two bulk statements that keep a
- * database core busy for their whole run, so a process runs one at a time and a recomputation
- * goes faster with more worker processes (docs/jobs.md "Scaling"); the chunks have a queue of
- * their own so that batch scores and refreshes never wait behind a recomputation's chunks.
- */
-const queueConcurrency: Readonly<Record<QueueName, number | null>> = {
-  scores: null,
-  checks: null,
-  recompute: 1,
-};
-
-/**
- * How many jobs of each queue a process runs at once: `WORKER_CONCURRENCY_<QUEUE>` (queue name
- * upper-cased), else the queue's own default, else `fallback` (`WORKER_CONCURRENCY`).
- */
-export function concurrencyFrom(env: NodeJS.ProcessEnv, fallback: number) {
-  return (queue: QueueName): number => {
-    const raw = env[`WORKER_CONCURRENCY_${queue.toUpperCase()}`];
-    const value = raw === undefined || raw === '' ? (queueConcurrency[queue] ?? fallback) : Number(raw);
-    if (!Number.isInteger(value) || value < 1)
-      throw new Error(`WORKER_CONCURRENCY_${queue.toUpperCase()} must be a positive integer`);
-    return value;
-  };
-}
+export { type QueueName, queueNames };
 
 export interface JobOptions {
   attempts: number;

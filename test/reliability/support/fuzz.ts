@@ -1,12 +1,11 @@
 import { randomBytes } from 'node:crypto';
+import type { App } from '@vouch/api';
+import { type Database, sql } from '@vouch/db';
+import { MAX_UINT256 } from '@vouch/schemas';
+import { createAgentWithBudget, createTestApp, randomAddress, recordTx, type TestContext } from '@vouch/testkit';
 import fc from 'fast-check';
 import type { RouteOptions } from 'fastify';
 import { expect } from 'vitest';
-import type { App } from '../../../apps/api/src/app.ts';
-import { type Database, sql } from '../../../packages/db/src/index.ts';
-import { MAX_UINT256 } from '../../../packages/schemas/src/index.ts';
-import { createTestApp, type TestContext } from '../../support/app.ts';
-import { createAgentWithBudget, randomAddress, recordTx } from '../../support/factories.ts';
 
 /** A route of the app as the fuzzer sees it. */
 export interface FuzzRoute {

@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
+import { sleep } from '@vouch/testkit';
 import { expect } from 'vitest';
 import type { Answer, HttpClient } from './http.ts';
-import { sleep } from './processes.ts';
 
 export interface SpendRecord {
   key: string;

@@ -1,8 +1,8 @@
+import type { App } from '@vouch/api';
+import type { Database } from '@vouch/db';
+import { sql } from '@vouch/db';
+import { createAgentWithBudget, randomTxHash } from '@vouch/testkit';
 import { expect } from 'vitest';
-import type { App } from '../../../apps/api/src/app.ts';
-import type { Database } from '../../../packages/db/src/index.ts';
-import { sql } from '../../../packages/db/src/index.ts';
-import { createAgentWithBudget, randomTxHash } from '../../support/factories.ts';
 import type { Answer, HttpClient } from './http.ts';
 
 /** The ledger of one agent as exact integers: accepted sum, counts. */

@@ -1,6 +1,6 @@
+import { sleep, until } from '@vouch/testkit';
 import { expect } from 'vitest';
 import type { Answer, HttpClient } from './http.ts';
-import { sleep, until } from './processes.ts';
 
 /** A request the test repeats while a dependency is down, and what it must answer. */
 export interface Probe {

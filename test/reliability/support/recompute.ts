@@ -1,12 +1,21 @@
+import type { Services } from '@vouch/core';
+import { sql } from '@vouch/db';
+import { redisOptionsFromUrl } from '@vouch/jobs';
+import {
+  createTestDatabase,
+  createTestRuntime,
+  type DisposableRedis,
+  kill,
+  logLines,
+  resetScores,
+  SEEDED_SCORE,
+  type Spawned,
+  seedScoredAgents,
+  startRedisServer,
+  startWorker,
+} from '@vouch/testkit';
 import { Queue } from 'bullmq';
 import { expect } from 'vitest';
-import { createServices, type Services } from '../../../packages/core/src/index.ts';
-import { sql } from '../../../packages/db/src/index.ts';
-import { createBullmqRunner, type JobRunner, redisOptionsFromUrl } from '../../../packages/jobs/src/index.ts';
-import { createTestDatabase } from '../../support/db.ts';
-import { type DisposableRedis, startRedisServer } from '../../support/redis-server.ts';
-import { SEEDED_SCORE, seedScoredAgents } from '../../support/seed.ts';
-import { kill, logLines, type Spawned, startWorker } from './processes.ts';
 
 /** A dead worker's job is redelivered at most this long after it died: its lock lapses, then a stall check runs. */
 export const LOCK_MS = 2000;
@@ -38,8 +47,11 @@ export async function recomputeRig(opts: { agents: number; workers: number; env?
   const redis: DisposableRedis = await startRedisServer();
   const database = await createTestDatabase();
   const prefix = 'vouch-r';
-  const runner: JobRunner = createBullmqRunner({ redisUrl: redis.url, prefix, waitMs: 600_000 });
-  const services = createServices({ db: database.db, jobs: runner });
+  const producer = await createTestRuntime(database, {
+    role: 'api',
+    env: { REDIS_URL: redis.url, BULLMQ_PREFIX: prefix, JOB_WAIT_TIMEOUT_MS: '600000' },
+  });
+  const services = producer.services;
   await seedScoredAgents(database.db, opts.agents);
   const queue = new Queue('recompute', { connection: redisOptionsFromUrl(redis.url), prefix });
   const workers: Spawned[] = [];
@@ -65,8 +77,7 @@ export async function recomputeRig(opts: { agents: number; workers: number; env?
       return worker;
     },
     async reset() {
-      await sql`DELETE FROM score_events`.execute(database.db);
-      await sql`UPDATE agents SET score = 0`.execute(database.db);
+      await resetScores(database.db);
     },
     async run() {
       const started = performance.now();
@@ -93,7 +104,7 @@ export async function recomputeRig(opts: { agents: number; workers: number; env?
     async close() {
       for (const w of workers) await kill(w);
       await queue.close();
-      await runner.close();
+      await producer.close();
       await database.close();
       await redis.kill();
     },

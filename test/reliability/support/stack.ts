@@ -1,10 +1,19 @@
-import { createDatabase, type Database, sql } from '../../../packages/db/src/index.ts';
-import { randomAddress } from '../../support/factories.ts';
-import { type DisposableRedis, startRedisServer } from '../../support/redis-server.ts';
+import { createDatabase, type Database, sql } from '@vouch/db';
+import {
+  type ApiProcess,
+  alive,
+  type DisposableCluster,
+  type DisposableRedis,
+  kill,
+  randomAddress,
+  type Spawned,
+  startApi,
+  startPostgresCluster,
+  startRedisServer,
+  startWorker,
+} from '@vouch/testkit';
 import { type HttpClient, httpClient } from './http.ts';
-import { type DisposableCluster, startPostgresCluster } from './postgres-cluster.ts';
 import type { Probe } from './probes.ts';
-import { type ApiProcess, alive, kill, type Spawned, startApi, startWorker } from './processes.ts';
 
 const LIMITS = {
   RATE_LIMIT_DEFAULT: '1000000',

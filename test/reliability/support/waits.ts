@@ -1,13 +1,15 @@
 import { createServer, type Server, Socket } from 'node:net';
-import pino from 'pino';
+import type { App } from '@vouch/api';
+import type { BullmqWorkers, JobContext, Processors } from '@vouch/jobs';
+import {
+  createTestApp,
+  createTestRuntime,
+  type DisposableRedis,
+  freePort,
+  startRedisServer,
+  type TestContext,
+} from '@vouch/testkit';
 import { expect } from 'vitest';
-import type { App } from '../../../apps/api/src/app.ts';
-import { createProcessors, startWorkers, type WorkerManager } from '../../../apps/worker/src/index.ts';
-import { createServices } from '../../../packages/core/src/index.ts';
-import { createBullmqRunner, type JobContext, type Processors, queueNames } from '../../../packages/jobs/src/index.ts';
-import { createTestApp, type TestContext } from '../../support/app.ts';
-import { freePort } from '../../support/process.ts';
-import { type DisposableRedis, startRedisServer } from '../../support/redis-server.ts';
 
 /** A promise a test opens when it chooses: a processor awaiting it hangs until then. */
 export function gate() {
@@ -157,7 +159,7 @@ export function hangingVerify(real: Processors, held: Promise<void>): Processors
 export interface BullmqTestApp {
   t: TestContext;
   redis: DisposableRedis;
-  workers: WorkerManager;
+  workers: BullmqWorkers;
   close(): Promise<void>;
 }
 
@@ -171,27 +173,31 @@ export async function bullmqTestApp(opts: {
   producerUrl?: (url: string) => Promise<string>;
 }): Promise<BullmqTestApp> {
   const redis = await startRedisServer();
-  const runner = createBullmqRunner({
-    redisUrl: (await opts.producerUrl?.(redis.url)) ?? redis.url,
-    prefix: 'r8',
-    waitMs: opts.waitMs,
+  const producerUrl = (await opts.producerUrl?.(redis.url)) ?? redis.url;
+  const t = await createTestApp({
+    env: { REDIS_URL: producerUrl, BULLMQ_PREFIX: 'r8', JOB_WAIT_TIMEOUT_MS: String(opts.waitMs) },
   });
-  const t = await createTestApp({ jobs: () => runner });
-  const workers = startWorkers({
-    redisUrl: redis.url,
-    prefix: 'r8',
-    queues: queueNames,
-    concurrency: () => 4,
-    processors: opts.processors(createProcessors(createServices({ db: t.database.db }), 'r8-worker')),
-    logger: pino({ level: 'silent' }),
+  // A worker in the test process, straight on Redis, running the test's processors.
+  const worker = await createTestRuntime(t.database, {
+    role: 'worker',
+    env: {
+      REDIS_URL: redis.url,
+      BULLMQ_PREFIX: 'r8',
+      WORKER_CONCURRENCY: '4',
+      WORKER_CONCURRENCY_RECOMPUTE: '4',
+      SHUTDOWN_TIMEOUT_MS: '2000',
+    },
+    processors: opts.processors,
+    loadSanctions: false,
   });
+  const workers = worker.workers as BullmqWorkers;
   await Promise.all(workers.workers.map((w) => w.waitUntilReady()));
   return {
     t,
     redis,
     workers,
     close: async () => {
-      await workers.close(2000);
+      await worker.close();
       await t.close();
       await redis.kill();
     },

@@ -4,8 +4,8 @@
 // Prints what was added and removed and the registered agents whose status changed.
 import { readFile } from 'node:fs/promises';
 import { parseArgs } from 'node:util';
-import { createServices } from '@vouch/core';
-import { createDatabase, migrateToLatest } from '@vouch/db';
+import { createRuntime, exitOnStartupFailure, loadConfig } from '@vouch/runtime';
+import pino from 'pino';
 
 const { values, positionals } = parseArgs({ allowPositionals: true, options: { date: { type: 'string' } } });
 const file = positionals[0];
@@ -14,14 +14,15 @@ if (!file || (values.date && !/^\d{4}-\d{2}-\d{2}$/.test(values.date))) {
   process.exit(2);
 }
 
-const database = createDatabase({ databaseUrl: process.env.DATABASE_URL, dataDir: process.env.DATA_DIR });
 try {
-  await migrateToLatest(database.db);
-  const services = createServices({ db: database.db });
-  await services.sanctions.ensureBundled();
-  const result = await services.sanctions.importXml(await readFile(file, 'utf8'), values.date);
-  if (result.entries === 0) console.error('warning: the file names no EVM digital-currency address');
-  console.log(JSON.stringify(result, null, 2));
-} finally {
-  await database.close();
+  const runtime = await createRuntime(loadConfig(), { role: 'cli', logger: pino({ level: 'warn' }), migrate: true });
+  try {
+    const result = await runtime.services.sanctions.importXml(await readFile(file, 'utf8'), values.date);
+    if (result.entries === 0) console.error('warning: the file names no EVM digital-currency address');
+    console.log(JSON.stringify(result, null, 2));
+  } finally {
+    await runtime.close();
+  }
+} catch (error) {
+  exitOnStartupFailure(error, 'sanctions:import');
 }

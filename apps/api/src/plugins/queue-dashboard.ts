@@ -3,11 +3,27 @@ import { BullMQAdapter } from '@bull-board/api/bullMQAdapter';
 import { FastifyAdapter } from '@bull-board/fastify';
 import type { Queue } from 'bullmq';
 import type { FastifyInstance } from 'fastify';
+import { sendFailure } from './errors.ts';
 
 const BASE_PATH = '/admin/queues';
 
-/** bull-board on the API at /admin/queues. */
+/**
+ * bull-board on the API at /admin/queues. With the in-process runner there is no queue to show:
+ * the path answers 404 saying why, rather than not existing.
+ */
 export async function queueDashboard(app: FastifyInstance, { queues }: { queues: Queue[] }) {
+  if (queues.length === 0) {
+    const handler = (request: Parameters<typeof sendFailure>[1], reply: Parameters<typeof sendFailure>[0]) =>
+      sendFailure(
+        reply,
+        request,
+        'NOT_FOUND',
+        'no queue dashboard: jobs run inside this process (set REDIS_URL to run them on BullMQ with its dashboard)',
+      );
+    app.get(BASE_PATH, { schema: { hide: true } }, handler);
+    app.get(`${BASE_PATH}/*`, { schema: { hide: true } }, handler);
+    return;
+  }
   const serverAdapter = new FastifyAdapter();
   createBullBoard({ queues: queues.map((q) => new BullMQAdapter(q)), serverAdapter });
   serverAdapter.setBasePath(BASE_PATH);

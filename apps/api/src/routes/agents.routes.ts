@@ -4,14 +4,20 @@ import {
   agentList,
   agentParams,
   agentScore,
+  batchScoresBody,
+  batchScoresResult,
+  jobAccepted,
   listQuery,
+  ownerBody,
   registerBody,
   scoreChange,
   setScoreBody,
+  verificationList,
 } from '@vouch/schemas';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
-import { ok, responses } from '../http.ts';
+import { answer, ok, responses } from '../http.ts';
 
+/** `/api/agents`: the registry, scores set by hand or in batches, owners, stored verifications. */
 export const agentsRoutes: FastifyPluginAsyncZod<{ services: Services }> = async (app, { services }) => {
   app.get('/api/agents', {
     schema: {
@@ -71,5 +77,40 @@ export const agentsRoutes: FastifyPluginAsyncZod<{ services: Services }> = async
       response: responses({ 200: scoreChange }, [404, 413, 415, 422]),
     },
     handler: async (req) => ok(await services.agents.setScore(req.params.address, req.body)),
+  });
+
+  app.post('/api/agents/batch-scores', {
+    config: { rateLimit: 'batch' },
+    schema: {
+      operationId: 'batchScores',
+      tags: ['agents'],
+      summary: 'Set many registered agents’ scores atomically (parallel arrays, 1–1000 entries), via the queue',
+      body: batchScoresBody,
+      response: responses({ 200: batchScoresResult, 202: jobAccepted }, [404, 413, 415, 422]),
+    },
+    handler: async (req, reply) => answer(reply, await services.scoring.batch(req.body)),
+  });
+
+  app.post('/api/agents/:address/owner', {
+    schema: {
+      operationId: 'setAgentOwner',
+      tags: ['agents'],
+      summary: 'Change a registered agent’s owner; the change and its time are recorded',
+      params: agentParams,
+      body: ownerBody,
+      response: responses({ 200: agent }, [404, 413, 415, 422]),
+    },
+    handler: async (req) => ok(await services.agents.setOwner(req.params.address, req.body.owner)),
+  });
+
+  app.get('/api/agents/:address/verifications', {
+    schema: {
+      operationId: 'listVerifications',
+      tags: ['verification'],
+      summary: 'Stored verifications of an address, newest first',
+      params: agentParams,
+      response: responses({ 200: verificationList }, []),
+    },
+    handler: async (req) => ok({ verifications: await services.verification.list(req.params.address) }),
   });
 };

@@ -1,4 +1,4 @@
-import type { KeysService } from '@vouch/core';
+import type { Services } from '@vouch/core';
 import { apiKey, apiKeyList, apiKeyParams, createApiKeyBody, createdApiKey } from '@vouch/schemas';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { ok, responses } from '../http.ts';
@@ -6,7 +6,8 @@ import { ok, responses } from '../http.ts';
 /** Key management needs the admin scope whatever AUTH says: a key minted while auth is off would outlive that. */
 const adminOnly = { scope: 'admin', alwaysAuthenticate: true } as const;
 
-export const keysRoutes: FastifyPluginAsyncZod<{ keys: KeysService }> = async (app, { keys }) => {
+/** `/api/keys`: API key management (admin). */
+export const keysRoutes: FastifyPluginAsyncZod<{ services: Services }> = async (app, { services }) => {
   app.post('/api/keys', {
     config: adminOnly,
     schema: {
@@ -18,7 +19,7 @@ export const keysRoutes: FastifyPluginAsyncZod<{ keys: KeysService }> = async (a
     },
     handler: async (req, reply) => {
       reply.code(201);
-      return ok(await keys.create(req.body));
+      return ok(await services.keys.create(req.body));
     },
   });
 
@@ -30,7 +31,7 @@ export const keysRoutes: FastifyPluginAsyncZod<{ keys: KeysService }> = async (a
       summary: 'Every API key with its scopes and status, without secrets',
       response: responses({ 200: apiKeyList }, [401, 403]),
     },
-    handler: async () => ok(await keys.list()),
+    handler: async () => ok(await services.keys.list()),
   });
 
   app.delete('/api/keys/:id', {
@@ -42,6 +43,6 @@ export const keysRoutes: FastifyPluginAsyncZod<{ keys: KeysService }> = async (a
       params: apiKeyParams,
       response: responses({ 200: apiKey }, [401, 403, 404]),
     },
-    handler: async (req) => ok(await keys.revoke(req.params.id)),
+    handler: async (req) => ok(await services.keys.revoke(req.params.id)),
   });
 };

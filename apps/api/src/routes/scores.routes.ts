@@ -1,8 +1,22 @@
 import type { Services } from '@vouch/core';
-import { agentParams, computeBody, computeResult, gradeValue, listQuery, scoreBreakdown } from '@vouch/schemas';
+import {
+  agentBody,
+  agentParams,
+  anomalyBody,
+  anomalyResult,
+  computeBody,
+  computeResult,
+  enrichResult,
+  gradeValue,
+  jobAccepted,
+  listQuery,
+  recomputeBody,
+  recomputeResult,
+  scoreBreakdown,
+} from '@vouch/schemas';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
-import { ok, responses } from '../http.ts';
+import { answer, ok, responses } from '../http.ts';
 
 const workflowList = z.object({
   agents: z.array(z.object({ address: z.string(), score: z.number().int(), grade: gradeValue })),
@@ -10,6 +24,7 @@ const workflowList = z.object({
   nextCursor: z.string().nullable(),
 });
 
+/** `/api/scores`: the score model, recomputation, anomaly checks and enrichment. */
 export const scoresRoutes: FastifyPluginAsyncZod<{ services: Services }> = async (app, { services }) => {
   app.get('/api/scores/agents', {
     schema: {
@@ -51,5 +66,38 @@ export const scoresRoutes: FastifyPluginAsyncZod<{ services: Services }> = async
       response: responses({ 200: computeResult }, [413, 415]),
     },
     handler: async (req) => ok(services.scores.compute(req.body)),
+  });
+
+  app.post('/api/scores/recompute', {
+    schema: {
+      operationId: 'recomputeScores',
+      tags: ['scores'],
+      summary: 'Run the score model over the given agents (or all) and store the new scores, split across workers',
+      body: recomputeBody,
+      response: responses({ 200: recomputeResult, 202: jobAccepted }, [404, 413, 415]),
+    },
+    handler: async (req, reply) => answer(reply, await services.scoring.recompute(req.body)),
+  });
+
+  app.post('/api/scores/anomaly-check', {
+    schema: {
+      operationId: 'anomalyCheck',
+      tags: ['scores'],
+      summary: 'Four-factor anomaly check of a transaction against the agent’s own history (queued); stored',
+      body: anomalyBody,
+      response: responses({ 200: anomalyResult, 202: jobAccepted }, [413, 415]),
+    },
+    handler: async (req, reply) => answer(reply, await services.checks.anomaly(req.body)),
+  });
+
+  app.post('/api/scores/enrich', {
+    schema: {
+      operationId: 'enrich',
+      tags: ['scores'],
+      summary: 'Off-chain enrichment: sanctions, reputation 0–100 and risk level from the agent’s data',
+      body: agentBody,
+      response: responses({ 200: enrichResult }, [413, 415]),
+    },
+    handler: async (req) => ok(await services.enrich.enrich(req.body.agent)),
   });
 };

@@ -1,5 +1,16 @@
+import { checksOptions, loadConfig } from '@vouch/config';
 import { describe, expect, it } from 'vitest';
-import { type AnomalyFacts, defaultAnomalyThresholds, evaluateAnomaly, severityFor } from './anomaly.model.ts';
+import {
+  type AnomalyFacts,
+  type AnomalyThresholds,
+  anomalyModelConstants,
+  evaluateAnomaly as evaluateWith,
+  severityFor,
+} from './anomaly.model.ts';
+
+/** The model with the configuration's defaults. */
+const defaults: AnomalyThresholds = { ...anomalyModelConstants, ...checksOptions(loadConfig({})).anomaly };
+const evaluateAnomaly = (facts: AnomalyFacts, t: AnomalyThresholds = defaults) => evaluateWith(facts, t);
 
 const ether = 10n ** 18n;
 /** A steady agent: 720 transactions over 30 days (1 an hour), 1 ether each, none failed. */
@@ -72,9 +83,7 @@ describe('evaluateAnomaly', () => {
       agentSuspicious: true,
     });
     expect(all).toMatchObject({ riskScore: 100, severity: 'CRITICAL' });
-    expect(
-      evaluateAnomaly({ ...steady, lastHourCount: 9 }, { ...defaultAnomalyThresholds, detectAt: 30 }).anomalyDetected,
-    ).toBe(true);
+    expect(evaluateAnomaly({ ...steady, lastHourCount: 9 }, { ...defaults, detectAt: 30 }).anomalyDetected).toBe(true);
   });
 
   it('an agent with no history scores 0 risk and says so', () => {

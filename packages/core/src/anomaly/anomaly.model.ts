@@ -18,16 +18,19 @@ export interface AnomalyThresholds {
   detectAt: number;
 }
 
-export const defaultAnomalyThresholds: AnomalyThresholds = {
-  frequencyFlagRatio: 3,
+/** The thresholds an operator sets (ANOMALY_* in @vouch/config, where their defaults live). */
+export type AnomalySettings = Pick<
+  AnomalyThresholds,
+  'detectAt' | 'frequencyFlagRatio' | 'valueFlagRatio' | 'failureFlagRate'
+>;
+
+/** The rest of the model: where each factor reaches its full weight. */
+export const anomalyModelConstants = {
   frequencyFullRatio: 10,
-  valueFlagRatio: 5,
   valueFullRatio: 20,
   failureMinHistory: 5,
-  failureFlagRate: 0.2,
   failureFullRate: 0.5,
-  detectAt: 50,
-};
+} as const satisfies Omit<AnomalyThresholds, keyof AnomalySettings>;
 
 export const anomalyWeights = { frequency: 0.3, largeValue: 0.25, failureRate: 0.25, flagged: 0.2 } as const;
 
@@ -78,7 +81,7 @@ export function severityFor(riskScore: number): Severity {
   return 'CRITICAL';
 }
 
-export function evaluateAnomaly(facts: AnomalyFacts, t: AnomalyThresholds = defaultAnomalyThresholds): AnomalyResult {
+export function evaluateAnomaly(facts: AnomalyFacts, t: AnomalyThresholds): AnomalyResult {
   const flags: Flag[] = [];
   const hasHistory = facts.count30d > 0;
   if (!hasHistory)

@@ -6,7 +6,7 @@ export interface ScoringJobsDeps {
   runner: JobRunner;
   scores: ScoresService;
   /** Agents per recomputation job (N workers share the chunks). */
-  chunkSize?: number;
+  chunkSize: number;
   /** Delay before a refresh after a recorded transaction, collecting bursts into one job. */
   refreshDelayMs?: number;
   onRefreshError?: (error: unknown, agent: string) => void;
@@ -27,7 +27,7 @@ export interface BatchInput {
 export function createScoringJobs({
   runner,
   scores,
-  chunkSize = 250,
+  chunkSize,
   refreshDelayMs = 1000,
   onRefreshError,
   refreshRetryMs = 1000,

@@ -1,5 +1,8 @@
+import { checksOptions, loadConfig } from '@vouch/config';
 import { describe, expect, it } from 'vitest';
-import { defaultThresholds, evaluateChecks, statusFor, type VerificationFacts } from './verification.model.ts';
+import { evaluateChecks, statusFor, type VerificationFacts } from './verification.model.ts';
+
+const defaultThresholds = checksOptions(loadConfig({})).verification;
 
 describe('statusFor', () => {
   it('follows the seed’s table at every boundary', () => {

@@ -19,15 +19,7 @@ export interface VerificationThresholds {
   minScore: number;
 }
 
-export const defaultThresholds: VerificationThresholds = {
-  minAgeDays: 1,
-  minTransactions: 1,
-  activityWindowDays: 30,
-  ownerStableDays: 7,
-  minScore: 100,
-};
-
-/** The seed's table: 8 VERIFIED, 5–7 PARTIALLY_VERIFIED, 2–4 UNVERIFIED, 0–1 SUSPICIOUS. */
+/** Checks passed → status: 8 VERIFIED, 5–7 PARTIALLY_VERIFIED, 2–4 UNVERIFIED, 0–1 SUSPICIOUS. */
 export function statusFor(passed: number): VerificationStatus {
   if (passed >= 8) return 'VERIFIED';
   if (passed >= 5) return 'PARTIALLY_VERIFIED';

@@ -1,4 +1,4 @@
-import { type DB, type Kysely, sql } from '../../packages/db/src/index.ts';
+import { type DB, type Kysely, sql } from '@vouch/db';
 
 /**
  * Inserts `count` registered agents directly, each with one successful 1-ether
@@ -20,3 +20,20 @@ export async function seedScoredAgents(db: Kysely<DB>, count: number, now = new 
 
 /** The score the model gives a seeded agent. */
 export const SEEDED_SCORE = 488;
+
+/**
+ * Puts every agent back to score 0 and forgets the score history, so a recomputation
+ * writes all of them again; returns how many agents changed. `vacuum` also vacuums
+ * both tables, so that every timed recomputation starts from the same state.
+ */
+export async function resetScores(db: Kysely<DB>, options: { vacuum?: boolean } = {}): Promise<number> {
+  const result = await sql`UPDATE agents SET score = 0 WHERE score <> 0`.execute(db);
+  await sql`DELETE FROM score_events`.execute(db);
+  if (options.vacuum) await sql`VACUUM (ANALYZE) agents, score_events`.execute(db);
+  return Number(result.numAffectedRows ?? 0n);
+}
+
+export async function agentCount(db: Kysely<DB>): Promise<number> {
+  const { rows } = await sql<{ n: number }>`SELECT count(*)::int AS n FROM agents`.execute(db);
+  return rows[0]?.n ?? 0;
+}

@@ -3,9 +3,9 @@ import { chownSync, existsSync, mkdtempSync, readdirSync, rmSync } from 'node:fs
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
+import { createDatabase, migrateToLatest } from '@vouch/db';
 import pg from 'pg';
-import { createDatabase, migrateToLatest } from '../../../packages/db/src/index.ts';
-import { freePort } from '../../support/process.ts';
+import { freePort } from './process.ts';
 
 const run = promisify(execFile);
 

@@ -1,6 +1,5 @@
-import type { Services } from '@vouch/core';
 import type { jobs, Processor } from '@vouch/jobs';
-import { domainErrors } from './wrap.ts';
+import type { Services } from '../services.ts';
 
 interface ChunkResult {
   scored: number;
@@ -8,13 +7,21 @@ interface ChunkResult {
   worker: string;
 }
 
+/** Batch scores: the parallel arrays applied atomically by one worker. */
+export const batchScoresProcessor =
+  (services: Services): Processor<typeof jobs.batchScores> =>
+  (payload, ctx) =>
+    services.scores.applyBatch(payload.entries, ctx.jobId);
+
 /** One chunk of a recomputation: the model over these agents, stored where it changed. */
-export const recomputeChunkProcessor = (services: Services, worker: string): Processor<typeof jobs.recomputeChunk> =>
-  domainErrors(async (payload, ctx) => ({ ...(await services.scores.recompute(payload.agents, ctx.jobId)), worker }));
+export const recomputeChunkProcessor =
+  (services: Services, worker: string): Processor<typeof jobs.recomputeChunk> =>
+  async (payload, ctx) => ({ ...(await services.scores.recompute(payload.agents, ctx.jobId)), worker });
 
 /** The same for one agent, after a transaction was recorded for it. */
-export const refreshAgentProcessor = (services: Services, worker: string): Processor<typeof jobs.refreshAgent> =>
-  domainErrors(async (payload, ctx) => ({ ...(await services.scores.recompute([payload.agent], ctx.jobId)), worker }));
+export const refreshAgentProcessor =
+  (services: Services, worker: string): Processor<typeof jobs.refreshAgent> =>
+  async (payload, ctx) => ({ ...(await services.scores.recompute([payload.agent], ctx.jobId)), worker });
 
 /** The parent of a recomputation runs after its chunks and sums their results. */
 export const recomputeProcessor = (): Processor<typeof jobs.recompute> => async (payload, ctx) => {

@@ -28,22 +28,24 @@ export async function redisAvailable(): Promise<boolean> {
   }
 }
 
-/** A BullMQ key prefix of its own for one test file. */
-export function testPrefix(): string {
-  return `vouch-test-${randomBytes(4).toString('hex')}`;
+/** A BullMQ/rate-limit key prefix of its own (`vouch-<kind>-<random>`) for one test file or benchmark run. */
+export function testPrefix(kind = 'test'): string {
+  return `vouch-${kind}-${randomBytes(4).toString('hex')}`;
 }
 
-/** Deletes every key under a prefix. */
-export async function dropPrefix(prefix: string): Promise<void> {
-  const client = new Redis(TEST_REDIS_URL, { maxRetriesPerRequest: 1 });
+/** Deletes every key under a prefix; returns how many there were. */
+export async function dropPrefix(prefix: string, redisUrl = TEST_REDIS_URL): Promise<number> {
+  const client = new Redis(redisUrl, { maxRetriesPerRequest: 1 });
+  let deleted = 0;
   try {
     let cursor = '0';
     do {
       const [next, keys] = await client.scan(cursor, 'MATCH', `${prefix}:*`, 'COUNT', 1000);
       cursor = next;
-      if (keys.length) await client.del(...keys);
+      if (keys.length) deleted += await client.del(...keys);
     } while (cursor !== '0');
   } finally {
     client.disconnect();
   }
+  return deleted;
 }

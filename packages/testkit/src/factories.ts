@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import type { App } from '../../apps/api/src/app.ts';
+import type { App } from '@vouch/api';
 
 export function randomAddress(): string {
   return `0x${randomBytes(20).toString('hex')}`;

@@ -1,4 +1,3 @@
-import ganache from 'ganache';
 import { type Address, createPublicClient, createWalletClient, type Hex, http } from 'viem';
 
 export interface LocalChain {
@@ -23,6 +22,8 @@ export function ownedContractInitcode(owner: Address): Hex {
 
 /** A real EVM node (Ganache) on a free loopback port. */
 export async function startLocalChain(): Promise<LocalChain> {
+  // Loaded here, not at the top: every test file imports the kit, and ganache takes ~0.2 s to load.
+  const { default: ganache } = await import('ganache');
   const server = ganache.server({
     logging: { quiet: true },
     chain: { chainId: 1337 },

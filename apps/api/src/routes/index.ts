@@ -1,0 +1,24 @@
+import type { Services } from '@vouch/core';
+import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
+import { agentsRoutes } from './agents.routes.ts';
+import { budgetsRoutes } from './budgets.routes.ts';
+import { jobsRoutes } from './jobs.routes.ts';
+import { keysRoutes } from './keys.routes.ts';
+import { scoresRoutes } from './scores.routes.ts';
+import { transactionsRoutes } from './transactions.routes.ts';
+import { verifyRoutes } from './verify.routes.ts';
+
+/**
+ * Every `/api` route, one file per URL prefix, registered in this order by buildApp. The
+ * routes outside `/api` (/health, /ready, /metrics, /openapi.json, /docs, /admin/queues) belong
+ * to the edge (edge.ts), which registers them before these.
+ */
+export const apiRoutes: ReadonlyArray<{ prefix: string; plugin: FastifyPluginAsyncZod<{ services: Services }> }> = [
+  { prefix: '/api/agents', plugin: agentsRoutes },
+  { prefix: '/api/budgets', plugin: budgetsRoutes },
+  { prefix: '/api/jobs', plugin: jobsRoutes },
+  { prefix: '/api/keys', plugin: keysRoutes },
+  { prefix: '/api/scores', plugin: scoresRoutes },
+  { prefix: '/api/transactions', plugin: transactionsRoutes },
+  { prefix: '/api/verify', plugin: verifyRoutes },
+];

@@ -1,0 +1,109 @@
+import { describe, expect, it } from 'vitest';
+import { authMode, ConfigError, loadConfig, queueConcurrency, queueNames, workerQueues } from './index.ts';
+
+const ADMIN = 'a-secret-of-sufficient-length';
+
+function problem(env: Record<string, string>): string {
+  try {
+    loadConfig(env);
+  } catch (error) {
+    expect(error).toBeInstanceOf(ConfigError);
+    return (error as Error).message;
+  }
+  throw new Error('the configuration was accepted');
+}
+
+describe('loadConfig', () => {
+  it('gives every setting its one default', () => {
+    const config = loadConfig({});
+    expect(config).toMatchObject({
+      PORT: 3000,
+      HOST: '127.0.0.1',
+      SHUTDOWN_TIMEOUT_MS: 10_000,
+      RECOMPUTE_CHUNK_SIZE: 250,
+      JOB_WAIT_TIMEOUT_MS: 10_000,
+      WORKER_CONCURRENCY: 4,
+      CACHE_READS: true,
+      COALESCE_WRITES: true,
+      DB_PREPARED_STATEMENTS: true,
+      MIGRATE_ON_START: true,
+      RATE_LIMIT: true,
+      VERIFY_MIN_SCORE: 100,
+    });
+    expect(Object.isFrozen(config)).toBe(true);
+  });
+
+  it('refuses a bad value in one line naming the variable and the value', () => {
+    const message = problem({ TRUST_PROXY: 'true' });
+    expect(message).toMatch(/^invalid configuration: TRUST_PROXY: "true" is not an IP address/);
+    expect(message).not.toContain('\n');
+    expect(problem({ PORT: 'abc' })).toMatch(/^invalid configuration: PORT: .*\(got "abc"\)$/);
+    expect(problem({ JOB_WAIT_TIMEOUT_MS: '1.5' })).toMatch(/JOB_WAIT_TIMEOUT_MS/);
+    expect(problem({ CACHE_READS: 'yes' })).toMatch(/CACHE_READS/);
+  });
+
+  it('names every bad variable at once', () => {
+    const message = problem({ PORT: '-1', WORKER_CONCURRENCY_CHECKS: 'many' });
+    expect(message).toMatch(/PORT: /);
+    expect(message).toMatch(/WORKER_CONCURRENCY_CHECKS: /);
+    expect(message).not.toContain('\n');
+  });
+
+  it('accepts trusted proxies as addresses, CIDRs and named ranges', () => {
+    expect(loadConfig({ TRUST_PROXY: '10.0.0.1, 10.0.0.0/8,::1,fd00::/8,loopback' }).TRUST_PROXY).toBe(
+      '10.0.0.1, 10.0.0.0/8,::1,fd00::/8,loopback',
+    );
+    expect(problem({ TRUST_PROXY: '10.0.0.0/33' })).toMatch(/invalid prefix length/);
+    expect(problem({ TRUST_PROXY: 'proxy.internal' })).toMatch(/TRUST_PROXY/);
+  });
+
+  it('defaults AUTH to on in production and off elsewhere; an explicit AUTH wins', () => {
+    expect(authMode(loadConfig({ NODE_ENV: 'production', ADMIN_API_KEY: ADMIN }))).toBe('on');
+    for (const NODE_ENV of ['development', 'test'] as const) expect(authMode(loadConfig({ NODE_ENV }))).toBe('off');
+    expect(authMode(loadConfig({}))).toBe('off');
+    expect(authMode(loadConfig({ NODE_ENV: 'production', AUTH: 'off' }))).toBe('off');
+    expect(authMode(loadConfig({ AUTH: 'on', ADMIN_API_KEY: ADMIN }))).toBe('on');
+    expect(problem({ AUTH: 'maybe' })).toMatch(/AUTH: /);
+  });
+
+  it('needs an admin key whenever auth is on, and never prints it', () => {
+    expect(problem({ NODE_ENV: 'production' })).toMatch(/ADMIN_API_KEY: required when AUTH is on/);
+    expect(problem({ AUTH: 'on' })).toMatch(/ADMIN_API_KEY: required/);
+    expect(problem({ AUTH: '', NODE_ENV: 'production', ADMIN_API_KEY: '' })).toMatch(/ADMIN_API_KEY: required/);
+    expect(problem({ AUTH: 'on', ADMIN_API_KEY: 'short-secret' })).toMatch(/at least 16 characters/);
+    expect(problem({ AUTH: 'on', ADMIN_API_KEY: 'short-secret' })).not.toContain('short-secret');
+    expect(loadConfig({ NODE_ENV: 'production', ADMIN_API_KEY: ADMIN }).ADMIN_API_KEY).toBe(ADMIN);
+    expect(loadConfig({ NODE_ENV: 'production', AUTH: 'off' }).AUTH).toBe('off');
+  });
+
+  it('counts empty values as unset', () => {
+    const config = loadConfig({ AUTH: '', RATE_LIMIT: '', CORS_ORIGINS: '', WORKER_CONCURRENCY_SCORES: '' });
+    expect(config.AUTH).toBeUndefined();
+    expect(config.RATE_LIMIT).toBe(true);
+    expect(config.CORS_ORIGINS).toBeUndefined();
+    expect(queueConcurrency(config).scores).toBe(4);
+  });
+});
+
+describe('queue settings', () => {
+  it('gives recomputation chunks one at a time per process and the other queues WORKER_CONCURRENCY', () => {
+    expect(queueConcurrency(loadConfig({ WORKER_CONCURRENCY: '6' }))).toEqual({ scores: 6, checks: 6, recompute: 1 });
+  });
+
+  it('lets WORKER_CONCURRENCY_<QUEUE> override any queue, its own default included', () => {
+    const config = loadConfig({ WORKER_CONCURRENCY_RECOMPUTE: '3', WORKER_CONCURRENCY_CHECKS: '8' });
+    expect(queueConcurrency(config)).toEqual({ scores: 4, checks: 8, recompute: 3 });
+  });
+
+  it('has a concurrency setting for every queue', () => {
+    expect(Object.keys(queueConcurrency(loadConfig({}))).sort()).toEqual([...queueNames].sort());
+    for (const queue of queueNames)
+      expect(problem({ [`WORKER_CONCURRENCY_${queue.toUpperCase()}`]: '0' })).toBeTruthy();
+  });
+
+  it('takes the queues a worker serves from WORKER_QUEUES and refuses unknown ones', () => {
+    expect(workerQueues(loadConfig({}))).toEqual([...queueNames]);
+    expect(workerQueues(loadConfig({ WORKER_QUEUES: 'checks, scores' }))).toEqual(['checks', 'scores']);
+    expect(problem({ WORKER_QUEUES: 'checks,emails' })).toMatch(/WORKER_QUEUES: unknown queues emails/);
+  });
+});

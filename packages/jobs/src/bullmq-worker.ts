@@ -1,0 +1,100 @@
+import { DelayedError, type Job, UnrecoverableError, Worker } from 'bullmq';
+import type { Logger } from 'pino';
+import { blockingConnection } from './bullmq.ts';
+import { encodeJobError } from './errors.ts';
+import type { Executor } from './executor.ts';
+import { jobsByName, jobsOfQueue, type QueueName } from './registry.ts';
+
+export interface BullmqWorkersOptions {
+  redisUrl: string;
+  prefix: string;
+  queues: readonly QueueName[];
+  concurrency: Readonly<Record<QueueName, number>>;
+  execute: Executor;
+  logger: Logger;
+  /** How long a job's lock lasts; a killed worker's jobs are taken again after it (stalled). */
+  lockDurationMs: number;
+  stalledIntervalMs: number;
+}
+
+/**
+ * One BullMQ Worker per queue, carrying out the shared executor's decision: a refusal fails the
+ * job for good, an unavailable database puts it back to delayed without spending an attempt, any
+ * other error is re-thrown so that BullMQ retries it with the registry's attempts and backoff.
+ */
+export function startBullmqWorkers(options: BullmqWorkersOptions) {
+  const workers = options.queues.map((queue) => {
+    const worker = new Worker(
+      queue,
+      async (job: Job, token?: string) => {
+        const def = jobsByName.get(job.name);
+        if (!def || def.queue !== queue) throw new UnrecoverableError(`no job ${job.name} on queue ${queue}`);
+        const log = options.logger.child({ jobId: job.id, jobName: job.name });
+        const started = Date.now();
+        const outcome = await options.execute({
+          job: def,
+          data: job.data,
+          attempt: job.attemptsMade + 1,
+          queuedAt: job.timestamp,
+          context: {
+            jobId: job.id as string,
+            updateProgress: (progress: number) => job.updateProgress(progress),
+            childrenValues: async () => Object.values(await job.getChildrenValues()),
+          },
+        });
+        switch (outcome.kind) {
+          case 'completed':
+            log.debug({ ms: Date.now() - started }, 'job completed');
+            return outcome.result;
+          case 'refused':
+            log.info({ code: outcome.error.code }, 'job refused');
+            throw new UnrecoverableError(encodeJobError(outcome.error));
+          case 'unavailable':
+            if (token) {
+              log.warn({ err: outcome.cause, retryInMs: outcome.delayMs }, 'database unavailable; job retried shortly');
+              await job.moveToDelayed(Date.now() + outcome.delayMs, token);
+              throw new DelayedError();
+            }
+            throw outcome.cause;
+          default:
+            log.warn({ err: outcome.cause, attempt: job.attemptsMade + 1 }, 'job failed');
+            throw outcome.cause;
+        }
+      },
+      {
+        connection: blockingConnection(options.redisUrl),
+        prefix: options.prefix,
+        concurrency: options.concurrency[queue],
+        lockDuration: options.lockDurationMs,
+        stalledInterval: options.stalledIntervalMs,
+        maxStalledCount: 2,
+      },
+    );
+    worker.on('error', (err) => options.logger.warn({ err, queue }, 'worker connection error'));
+    return worker;
+  });
+  options.logger.info(
+    { queues: options.queues, jobs: options.queues.flatMap((q) => jobsOfQueue(q).map((j) => j.name)) },
+    'workers started',
+  );
+
+  return {
+    workers,
+    /** Stops taking jobs, lets active ones finish until the deadline, then closes hard. */
+    async close(deadlineMs: number): Promise<void> {
+      let timer: NodeJS.Timeout | undefined;
+      const graceful = Promise.all(workers.map((w) => w.close())).then(() => 'closed' as const);
+      const deadline = new Promise<'deadline'>((resolve) => {
+        timer = setTimeout(() => resolve('deadline'), deadlineMs);
+      });
+      const outcome = await Promise.race([graceful, deadline]);
+      clearTimeout(timer);
+      if (outcome === 'deadline') {
+        options.logger.warn({ deadlineMs }, 'workers did not finish before the deadline; closing hard');
+        await Promise.allSettled(workers.map((w) => w.close(true)));
+      }
+    },
+  };
+}
+
+export type BullmqWorkers = ReturnType<typeof startBullmqWorkers>;

@@ -1,0 +1,150 @@
+import { describe, expect, it, vi } from 'vitest';
+import { DomainJobError } from './errors.ts';
+import { backoffMs, createExecutor, UNAVAILABLE_RETRY_MS, verifyProcessors } from './executor.ts';
+import { createInProcessRunner } from './in-process.ts';
+import type { Processors } from './processor.ts';
+import { jobs, jobsByName } from './registry.ts';
+
+const ADDRESS = `0x${'a'.repeat(40)}`;
+const screening = {
+  address: ADDRESS,
+  sanctioned: false,
+  matchedLists: [],
+  source: { name: 'test', snapshotDate: '2026-01-01', entries: 1 },
+  checkedAt: 1,
+};
+
+/** A full processor set whose processors fail until told otherwise. */
+function processorsWith(screen: Processors['checks.sanctions']): Processors {
+  const never = async () => {
+    throw new Error('not used in this test');
+  };
+  const all = Object.fromEntries([...jobsByName.keys()].map((name) => [name, never])) as unknown as Processors;
+  return { ...all, 'checks.sanctions': screen };
+}
+
+const context = { jobId: 'checks-1', updateProgress: async () => {}, childrenValues: async () => [] };
+const request = (attempt: number, data: unknown = { address: ADDRESS }) => ({
+  job: jobs.sanctions,
+  data,
+  attempt,
+  queuedAt: Date.now(),
+  context,
+});
+
+describe('the executor', () => {
+  it('refuses a processor set that misses a job or has one the registry does not know', () => {
+    const only = { 'scores.batch': async () => ({ updated: 0, agents: [] }) } as unknown as Processors;
+    expect(() => verifyProcessors(only)).toThrow(/missing \[.*scores\.recompute/);
+    const extra = {
+      ...processorsWith(async () => screening),
+      'no.such.job': async () => ({}),
+    } as unknown as Processors;
+    expect(() => verifyProcessors(extra)).toThrow(/unknown \[no\.such\.job\]/);
+  });
+
+  it('completes with the result checked against the registry', async () => {
+    const execute = createExecutor({ processors: processorsWith(async () => screening) });
+    expect(await execute(request(1))).toEqual({ kind: 'completed', result: screening });
+  });
+
+  it('refuses a payload the registry refuses, without running the processor', async () => {
+    const screen = vi.fn(async () => screening);
+    const execute = createExecutor({ processors: processorsWith(screen) });
+    const outcome = await execute(request(1, { address: 'nope' }));
+    expect(outcome.kind).toBe('refused');
+    expect(screen).not.toHaveBeenCalled();
+  });
+
+  it('never retries a domain refusal', async () => {
+    const refusal = { code: 'AGENT_NOT_REGISTERED', message: 'no' };
+    const execute = createExecutor({
+      processors: processorsWith(async () => {
+        throw new DomainJobError(refusal);
+      }),
+    });
+    expect(await execute(request(1))).toEqual({ kind: 'refused', error: refusal });
+  });
+
+  it('retries other errors with exponential backoff until the last attempt', async () => {
+    const boom = new Error('boom');
+    const execute = createExecutor({
+      processors: processorsWith(async () => {
+        throw boom;
+      }),
+    });
+    const { attempts, backoffMs: base } = jobs.sanctions.options;
+    expect(await execute(request(1))).toEqual({ kind: 'retry', delayMs: base, cause: boom });
+    expect(await execute(request(2))).toEqual({ kind: 'retry', delayMs: 2 * base, cause: boom });
+    expect(await execute(request(attempts))).toEqual({ kind: 'failed', cause: boom });
+    expect(backoffMs(jobs.sanctions, 3)).toBe(4 * base);
+  });
+
+  it('retries an unavailable dependency without spending an attempt, for a bounded time', async () => {
+    const down = new Error('connection refused');
+    const execute = createExecutor({
+      processors: processorsWith(async () => {
+        throw down;
+      }),
+      isUnavailable: (error) => error === down,
+    });
+    const last = jobs.sanctions.options.attempts;
+    expect(await execute(request(last))).toEqual({ kind: 'unavailable', delayMs: UNAVAILABLE_RETRY_MS, cause: down });
+    const old = { ...request(last), queuedAt: Date.now() - 11 * 60_000 };
+    expect(await execute(old)).toEqual({ kind: 'failed', cause: down });
+  });
+});
+
+describe('the in-process runner', () => {
+  const concurrency = { scores: 1, checks: 1, recompute: 1 };
+
+  it('runs a failing job again after the backoff, as BullMQ would, and answers once it succeeds', async () => {
+    vi.useFakeTimers();
+    try {
+      let calls = 0;
+      const runner = createInProcessRunner({
+        execute: createExecutor({
+          processors: processorsWith(async () => {
+            calls++;
+            if (calls < 3) throw new Error('flaky');
+            return screening;
+          }),
+        }),
+        concurrency,
+        waitMs: 60_000,
+      });
+      const outcome = runner.run(jobs.sanctions, { address: ADDRESS });
+      await vi.advanceTimersByTimeAsync(jobs.sanctions.options.backoffMs - 1);
+      expect(calls).toBe(1);
+      await vi.advanceTimersByTimeAsync(1 + 2 * jobs.sanctions.options.backoffMs);
+      expect(await outcome).toMatchObject({ state: 'completed', result: screening });
+      expect(calls).toBe(3);
+    } finally {
+      vi.useRealTimers();
+    }
+  });
+
+  it('fails after the last attempt with what the processor threw', async () => {
+    vi.useFakeTimers();
+    try {
+      let calls = 0;
+      const runner = createInProcessRunner({
+        execute: createExecutor({
+          processors: processorsWith(async () => {
+            calls++;
+            throw new Error('always');
+          }),
+        }),
+        concurrency,
+        waitMs: 60_000,
+      });
+      const outcome = runner.run(jobs.sanctions, { address: ADDRESS });
+      const settled = expect(outcome).rejects.toThrow('always');
+      await vi.advanceTimersByTimeAsync(10_000);
+      await settled;
+      expect(calls).toBe(jobs.sanctions.options.attempts);
+    } finally {
+      vi.useRealTimers();
+    }
+  });
+});

@@ -1,0 +1,86 @@
+import { randomBytes } from 'node:crypto';
+import { createDatabase, type Database, migrateToLatest } from '@vouch/db';
+import pg from 'pg';
+import { inject } from 'vitest';
+import { sleep } from './process.ts';
+
+/** The server the database tests create their databases on. */
+export const ADMIN_DATABASE_URL = process.env.TEST_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
+
+// What test/global-setup.ts provides to every test file.
+declare module 'vitest' {
+  export interface ProvidedContext {
+    testDbMode: 'postgres' | 'pglite';
+    templateDatabase: string;
+  }
+}
+
+export function databaseUrlFor(name: string, adminUrl = ADMIN_DATABASE_URL): string {
+  const url = new URL(adminUrl);
+  url.pathname = `/${name}`;
+  return url.toString();
+}
+
+async function withAdmin<T>(adminUrl: string, fn: (client: pg.Client) => Promise<T>): Promise<T> {
+  const client = new pg.Client({ connectionString: adminUrl });
+  await client.connect();
+  try {
+    return await fn(client);
+  } finally {
+    await client.end();
+  }
+}
+
+/**
+ * A new database `<prefix><random>` on the admin URL's server, empty or a copy of `template`;
+ * the caller drops it with `dropDatabase`.
+ */
+export async function createScratchDatabase(
+  prefix: string,
+  options: { template?: string; adminUrl?: string } = {},
+): Promise<{ name: string; url: string }> {
+  const adminUrl = options.adminUrl ?? ADMIN_DATABASE_URL;
+  const name = `${prefix}${randomBytes(4).toString('hex')}`;
+  const statement = `CREATE DATABASE ${name}${options.template ? ` TEMPLATE ${options.template}` : ''}`;
+  await withAdmin(adminUrl, async (admin) => {
+    // Copying needs the template to be idle; concurrent copies can briefly collide.
+    for (let attempt = 0; ; attempt++) {
+      try {
+        await admin.query(statement);
+        return;
+      } catch (error) {
+        if (attempt >= 20) throw error;
+        await sleep(100 + Math.random() * 200);
+      }
+    }
+  });
+  return { name, url: databaseUrlFor(name, adminUrl) };
+}
+
+/** Drops a database, disconnecting whoever is still on it. */
+export async function dropDatabase(name: string, adminUrl = ADMIN_DATABASE_URL): Promise<void> {
+  await withAdmin(adminUrl, (admin) => admin.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`));
+}
+
+/**
+ * A fresh, migrated database for one test file: a clone of the migrated template
+ * on Postgres, or an in-memory PGlite when the run uses the embedded driver.
+ */
+export async function createTestDatabase(options: { poolMax?: number } = {}): Promise<Database & { url?: string }> {
+  if (inject('testDbMode') === 'pglite') {
+    const database = createDatabase({ dataDir: 'memory://' });
+    await migrateToLatest(database.db);
+    return database;
+  }
+  const template = inject('templateDatabase');
+  const { name, url } = await createScratchDatabase(`${template}_f`, { template });
+  const database = createDatabase({ databaseUrl: url, poolMax: options.poolMax ?? 20 });
+  return {
+    ...database,
+    url,
+    close: async () => {
+      await database.close();
+      await dropDatabase(name).catch(() => {});
+    },
+  };
+}
