@@ -7,6 +7,7 @@ export {
   type DatabaseOptions,
   type ListenHandlers,
 } from './client.ts';
+export { type DataDirHolder, DataDirLockedError, lockDataDir } from './data-dir-lock.ts';
 export { isDatabaseUnavailable, sqlState } from './errors.ts';
 export { migrateToLatest } from './migrate.ts';
 export { CACHE_NOTIFY_ROW_LIMIT } from './migrations/20261122000000-cache-notify-statements.ts';

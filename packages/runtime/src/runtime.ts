@@ -16,7 +16,7 @@ import {
   type ReadCache,
   type Services,
 } from '@vouch/core';
-import { createDatabase, type Database, isDatabaseUnavailable, migrateToLatest } from '@vouch/db';
+import { createDatabase, type Database, isDatabaseUnavailable, lockDataDir, migrateToLatest } from '@vouch/db';
 import {
   type BullmqWorkers,
   createBullmqRunner,
@@ -108,6 +108,13 @@ export async function createRuntime(config: Config, overrides: RuntimeOverrides 
   const closers: Array<() => Promise<unknown>> = [];
   if (ownsDatabase) closers.push(() => database.close());
   try {
+    // The embedded database is this process's alone: a second process on DATA_DIR is refused.
+    if (ownsDatabase && database.driver === 'pglite' && !config.DATA_DIR.startsWith('memory://')) {
+      const lock = await lockDataDir(config.DATA_DIR, role, (err) =>
+        logger.error({ err }, 'the lock on DATA_DIR was lost; another process may open the embedded database'),
+      );
+      closers.push(() => lock.release());
+    }
     if (ownsDatabase && role !== 'worker') {
       logger.info(
         { driver: database.driver, dataDir: database.driver === 'pglite' ? config.DATA_DIR : undefined },

@@ -50,6 +50,7 @@ export async function startWorker(env: Record<string, string>): Promise<Spawned>
 export interface EmbeddedApi {
   server: Spawned;
   base: string;
+  dataDir: string;
   /** SIGKILLs the process (if it still runs) and removes its data directory. */
   remove(): void;
 }
@@ -73,5 +74,5 @@ export async function startEmbeddedApi(env: Record<string, string>, readyPath = 
     remove();
     throw error;
   }
-  return { server, base, remove };
+  return { server, base, dataDir, remove };
 }
