@@ -20,8 +20,12 @@ export function responses(success: Record<number, z.ZodType>, errors: number[]) 
   return map;
 }
 
-/** A finished job answers 200 with its result; a wait that ran out answers 202 with the job id. */
+/**
+ * A finished job answers 200 with its result; a wait that ran out answers 202 with the job id.
+ * Both carry the job id in `X-Job-Id`, so a 200 can be looked up later at /api/jobs/:id too.
+ */
 export function answer<R>(reply: FastifyReply, outcome: RunOutcome<R>) {
+  reply.header('x-job-id', outcome.jobId);
   if (outcome.state === 'pending') {
     reply.code(202).header('location', `/api/jobs/${outcome.jobId}`);
     return ok({ jobId: outcome.jobId, status: outcome.status });

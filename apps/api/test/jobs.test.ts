@@ -46,6 +46,9 @@ describe('POST /api/agents/batch-scores', () => {
       ],
     });
     expect((await get(t.app, `/api/agents/${agents[0]}/score`)).json().data.score).toBe(950);
+    // The job answered inline can still be looked up by its id.
+    const job = await get(t.app, `/api/jobs/${res.headers['x-job-id']}`);
+    expect(job.json().data).toMatchObject({ status: 'completed', result: { updated: 3 } });
     expect(await history(agents[1] as string)).toEqual([
       { old_score: 0, new_score: 500, source: 'batch', reason: '0x02' },
     ]);
@@ -172,6 +175,7 @@ describe('waiting for a job', () => {
       const { jobId, status } = res.json().data;
       expect(['waiting', 'active']).toContain(status);
       expect(res.headers.location).toBe(`/api/jobs/${jobId}`);
+      expect(res.headers['x-job-id']).toBe(jobId);
       let job = (await get(ctx.app, `/api/jobs/${jobId}`)).json().data;
       for (let i = 0; i < 50 && job.status !== 'completed'; i++) {
         await new Promise((resolve) => setTimeout(resolve, 20));
@@ -179,6 +183,12 @@ describe('waiting for a job', () => {
       }
       expect(job).toMatchObject({ id: jobId, name: jobs.batchScores.name, status: 'completed', progress: 100 });
       expect(job.result).toEqual({ updated: 1, agents: [{ address: agent, score: 777, grade: 'BBB' }] });
+      // Unix seconds, like every other time the API gives.
+      const now = Math.floor(Date.now() / 1000);
+      expect(job.createdAt).toBeGreaterThanOrEqual(now - 60);
+      expect(job.createdAt).toBeLessThanOrEqual(now);
+      expect(job.finishedAt).toBeGreaterThanOrEqual(job.createdAt);
+      expect(job.finishedAt).toBeLessThanOrEqual(now);
     } finally {
       await ctx.close();
     }

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { address, gradeValue, hexBytes } from './primitives.ts';
+import { address, gradeValue, hexBytes, unixSeconds } from './primitives.ts';
 
 export const jobAccepted = z
   .object({
@@ -17,8 +17,8 @@ export const jobInfo = z
     progress: z.number(),
     result: z.unknown(),
     error: z.object({ code: z.string(), message: z.string(), details: z.unknown().optional() }).nullable(),
-    createdAt: z.number().meta({ description: 'Unix milliseconds' }),
-    finishedAt: z.number().nullable(),
+    createdAt: unixSeconds.meta({ description: 'When the job was queued (unix seconds)' }),
+    finishedAt: unixSeconds.nullable().meta({ description: 'When it completed or failed (unix seconds)' }),
   })
   .meta({ id: 'Job' });
 

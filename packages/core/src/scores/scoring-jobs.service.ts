@@ -118,7 +118,12 @@ export function createScoringJobs({
       const info = await runner.get(jobId);
       if (!info)
         throw new DomainError('JOB_NOT_FOUND', `job ${jobId} is not known (finished jobs are kept for a limited time)`);
-      return info;
+      // The transports keep milliseconds; the API speaks unix seconds everywhere.
+      return {
+        ...info,
+        createdAt: Math.floor(info.createdAt / 1000),
+        finishedAt: info.finishedAt === null ? null : Math.floor(info.finishedAt / 1000),
+      };
     },
   };
 }
