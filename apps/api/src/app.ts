@@ -7,7 +7,7 @@ import { validatorCompiler, type ZodTypeProvider } from 'fastify-type-provider-z
 import { type EdgeDeps, edgePlugin } from './edge.ts';
 import { edgeDeps } from './edge-config.ts';
 import { coalesceWritesPlugin } from './plugins/coalesce-writes.ts';
-import { errorsPlugin } from './plugins/errors.ts';
+import { clientErrorHandler, errorsPlugin, frameworkErrors } from './plugins/errors.ts';
 import { queueDashboard } from './plugins/queue-dashboard.ts';
 import { apiRoutes } from './routes/index.ts';
 import { responseSerializerCompiler } from './serializer.ts';
@@ -45,6 +45,8 @@ export async function buildApp(deps: AppDeps) {
       disableRequestLogging: !deps.logger || !['trace', 'debug', 'info'].includes(deps.logger.level),
     }),
     return503OnClosing: true,
+    frameworkErrors,
+    clientErrorHandler,
   }).withTypeProvider<ZodTypeProvider>();
 
   app.setValidatorCompiler(validatorCompiler);

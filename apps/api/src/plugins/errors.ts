@@ -1,3 +1,6 @@
+import { randomUUID } from 'node:crypto';
+import { STATUS_CODES } from 'node:http';
+import type { Socket } from 'node:net';
 import { DomainError, errorStatus } from '@vouch/core';
 import { isDatabaseUnavailable, sqlState } from '@vouch/db';
 import { DomainJobError, JobsUnavailableError } from '@vouch/jobs';
@@ -17,6 +20,52 @@ const frameworkCodes: Record<string, { code: ErrorCode; message?: string }> = {
   },
   FST_ERR_CTP_INVALID_CONTENT_LENGTH: { code: 'VALIDATION_ERROR', message: 'Content-Length does not match the body' },
 };
+
+/**
+ * Fastify's own refusals before routing (a URL with bad percent-encoding), in the failure
+ * envelope; the URL is not echoed back.
+ */
+export function frameworkErrors(error: FastifyError, request: FastifyRequest, reply: FastifyReply) {
+  if (error.code === 'FST_ERR_BAD_URL') {
+    return sendFailure(reply, request, 'VALIDATION_ERROR', 'the URL is not valid (bad percent-encoding)', [
+      { path: 'url', message: 'bad percent-encoding' },
+    ]);
+  }
+  return sendFailure(reply, request, 'VALIDATION_ERROR', 'the request could not be routed');
+}
+
+/** What Node's HTTP parser refuses before Fastify sees a request: status and envelope code. */
+const clientErrors: Record<string, { status: number; code: ErrorCode; message: string }> = {
+  HPE_HEADER_OVERFLOW: {
+    status: 431,
+    code: 'HEADERS_TOO_LARGE',
+    message: 'the request line and headers exceed the server limit (16 KiB)',
+  },
+  ERR_HTTP_REQUEST_TIMEOUT: { status: 408, code: 'REQUEST_TIMEOUT', message: 'the request did not arrive in time' },
+};
+
+/**
+ * Connection-level refusals (headers or URL too large, a request that never completes, a
+ * malformed request line) answered in the failure envelope, then the connection is closed.
+ */
+export function clientErrorHandler(error: Error & { code?: string }, socket: Socket) {
+  if (error.code === 'ECONNRESET' || socket.destroyed) return;
+  const known = (error.code && clientErrors[error.code]) || {
+    status: 400,
+    code: 'VALIDATION_ERROR' as const,
+    message: 'the request is not valid HTTP',
+  };
+  if (socket.writable) {
+    const body = JSON.stringify({
+      success: false,
+      error: { code: known.code, message: known.message, requestId: randomUUID() },
+    });
+    socket.write(
+      `HTTP/1.1 ${known.status} ${STATUS_CODES[known.status]}\r\nContent-Length: ${Buffer.byteLength(body)}\r\nContent-Type: application/json\r\nConnection: close\r\n\r\n${body}`,
+    );
+  }
+  socket.destroy(error);
+}
 
 export function sendFailure(
   reply: FastifyReply,

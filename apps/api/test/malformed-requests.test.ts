@@ -1,0 +1,61 @@
+import type { AddressInfo } from 'node:net';
+import net from 'node:net';
+import { failureEnvelope } from '@vouch/schemas';
+import { createTestApp, type TestContext } from '@vouch/testkit';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+
+let t: TestContext;
+let port: number;
+beforeAll(async () => {
+  t = await createTestApp();
+  await t.app.listen({ port: 0, host: '127.0.0.1' });
+  port = (t.app.server.address() as AddressInfo).port;
+});
+afterAll(() => t.close());
+
+/** Sends `request` as is over a socket and returns the status and body of the answer. */
+function raw(request: string): Promise<{ status: number; body: string; text: string }> {
+  return new Promise((resolve, reject) => {
+    const socket = net.connect(port, '127.0.0.1', () => socket.write(request));
+    let text = '';
+    socket.on('data', (chunk) => {
+      text += chunk;
+    });
+    socket.on('error', reject);
+    socket.on('close', () => {
+      const [head = '', body = ''] = text.split('\r\n\r\n');
+      resolve({ status: Number(head.split(' ')[1]), body, text });
+    });
+  });
+}
+
+const SECRET_PATH = 'never-echo-me';
+
+// Requests the HTTP parser or the router refuse get the same failure envelope as every other error.
+describe('requests refused before any route', () => {
+  it('answers a URL with bad percent-encoding 400 in the envelope, without echoing it', async () => {
+    const res = await raw(`GET /api/agents/${SECRET_PATH}%zz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n`);
+    expect(res.status).toBe(400);
+    const body = failureEnvelope.parse(JSON.parse(res.body));
+    expect(body.error.code).toBe('VALIDATION_ERROR');
+    expect(res.text).not.toContain(SECRET_PATH);
+  });
+
+  it('answers headers or a URL over the limit 431 in the envelope, without echoing them', async () => {
+    for (const request of [
+      `GET /health HTTP/1.1\r\nHost: x\r\nX-Big: ${SECRET_PATH}${'a'.repeat(20_000)}\r\n\r\n`,
+      `GET /api/agents/${SECRET_PATH}${'a'.repeat(20_000)} HTTP/1.1\r\nHost: x\r\n\r\n`,
+    ]) {
+      const res = await raw(request);
+      expect(res.status).toBe(431);
+      expect(failureEnvelope.parse(JSON.parse(res.body)).error.code).toBe('HEADERS_TOO_LARGE');
+      expect(res.text).not.toContain(SECRET_PATH);
+    }
+  });
+
+  it('answers a request line that is not HTTP 400 in the envelope', async () => {
+    const res = await raw('THIS IS NOT HTTP\r\n\r\n');
+    expect(res.status).toBe(400);
+    expect(failureEnvelope.parse(JSON.parse(res.body)).error.code).toBe('VALIDATION_ERROR');
+  });
+});
