@@ -2,7 +2,7 @@ import { redisOptionsFromUrl } from '@vouch/jobs';
 import { Redis } from 'ioredis';
 import { RateLimiterMemory, RateLimiterRedis, RateLimiterRes } from 'rate-limiter-flexible';
 
-/** The limit buckets of DESIGN §2: every /api route falls in exactly one. */
+/** The rate-limit buckets (docs/edge.md): every /api route falls in exactly one. */
 export type RateBucket = 'default' | 'register' | 'batch' | 'compute';
 
 export interface RateLimitOptions {

@@ -82,7 +82,7 @@ export function sendFailure(
   });
 }
 
-/** The one place errors become HTTP responses (the failure envelope of DESIGN §2). */
+/** The one place errors become HTTP responses: the failure envelope (docs/api.md). */
 export const errorsPlugin = fp(async (app: FastifyInstance) => {
   app.setErrorHandler((error: FastifyError, request, reply) => {
     if (error instanceof DomainError) {

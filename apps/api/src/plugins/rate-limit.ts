@@ -25,7 +25,7 @@ export function clientKey(request: FastifyRequest): string {
 }
 
 /**
- * Counts every /api request against its bucket (DESIGN §2) and says so in the
+ * Counts every /api request against its bucket (docs/edge.md) and says so in the
  * IETF draft headers and the X-RateLimit-* ones; over the limit it is 429 with Retry-After.
  */
 export const rateLimitPlugin = fp(

@@ -1,6 +1,6 @@
 export type Grade = 'AAA' | 'AA' | 'A' | 'BBB' | 'BB' | 'B' | 'CCC' | 'CC' | 'C' | 'D';
 
-/** Lower bound of each grade, best first (DESIGN §2). */
+/** Lower bound of each grade, best first (docs/api.md). */
 export const gradeFloors: ReadonlyArray<readonly [Grade, number]> = [
   ['AAA', 950],
   ['AA', 900],

@@ -1,6 +1,6 @@
 import { formatEther } from 'viem';
 
-/** Inputs of the score model, already in the units of DESIGN §3. */
+/** Inputs of the score model, already in its units (docs/api.md "Scores"). */
 export interface ScoreInputs {
   successRate: number;
   /** Total volume in ether units (wei / 1e18). */
