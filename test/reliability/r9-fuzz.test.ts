@@ -1,6 +1,6 @@
 import type { TestContext } from '@vouch/testkit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type FuzzFixtures, type FuzzRoute, fuzzRoutes, fuzzTarget } from './support/fuzz.ts';
+import { type FuzzFixtures, type FuzzRoute, fuzzRoutes, fuzzTableGaps, fuzzTarget } from './support/fuzz.ts';
 import { report } from './support/report.ts';
 
 // R9: property-based hostile input to every route of the app (fast-check): params, query,
@@ -20,7 +20,7 @@ describe('R9 — hostile input never yields a 5xx, a hang or a change from a ref
     routes = target.routes;
     const { agent, observed } = target.fixtures;
     const admin = { authorization: `Bearer ${ADMIN}` };
-    const job = await t.services.scoring?.recompute({ agents: [agent] });
+    const job = await t.services.scoring.recompute({ agents: [agent] });
     const key = await t.app.inject({
       method: 'POST',
       url: '/api/keys',
@@ -35,6 +35,7 @@ describe('R9 — hostile input never yields a 5xx, a hang or a change from a ref
 
   it(`${RUNS} generated requests over every route`, async () => {
     expect(routes.length).toBeGreaterThan(25);
+    expect(fuzzTableGaps(routes)).toEqual([]);
     const figures = await fuzzRoutes(t.app, t.database, routes, fixtures, {
       runs: RUNS,
       ...(process.env.R9_SEED && { seed: Number(process.env.R9_SEED) }),

@@ -1,7 +1,6 @@
+import { agentList, agent as agentSchema, scoreHistory, successEnvelope } from '@vouch/schemas';
+import { createAgent, createTestApp, get, post, randomAddress, recordTx, type TestContext } from '@vouch/testkit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { agentList, agent as agentSchema, successEnvelope } from '../../../packages/schemas/src/index.ts';
-import { createTestApp, type TestContext } from '../../../test/support/app.ts';
-import { createAgent, get, post, randomAddress, recordTx } from '../../../test/support/factories.ts';
 
 let t: TestContext;
 beforeAll(async () => {
@@ -222,6 +221,52 @@ describe('GET /api/agents (list)', () => {
       'foo=1',
     ]) {
       const res = await get(ctx.app, `/api/agents?${query}`);
+      expect(res.statusCode, query).toBe(400);
+      expect(res.json().error.code).toBe('VALIDATION_ERROR');
+    }
+  });
+});
+
+describe('GET /api/agents/:address/score-history', () => {
+  it('lists every score change newest first with its source and reason, page by page', async () => {
+    const address = await createAgent(t.app);
+    for (const [score, reason] of [
+      [300, '0x01'],
+      [450, '0x02'],
+      [420, '0x03'],
+    ] as const) {
+      t.clock.advance(1000);
+      expect((await post(t.app, `/api/agents/${address}/score`, { score, reason })).statusCode).toBe(200);
+    }
+    const first = successEnvelope(scoreHistory).parse(
+      (await get(t.app, `/api/agents/${address}/score-history?limit=2`)).json(),
+    ).data;
+    expect(first.events.map((e) => [e.previousScore, e.score, e.source, e.reason])).toEqual([
+      [450, 420, 'manual', '0x03'],
+      [300, 450, 'manual', '0x02'],
+    ]);
+    expect(first.events[0]?.changedAt).toBe(Math.floor(t.clock.now.getTime() / 1000));
+    expect(first.nextCursor).toEqual(expect.any(String));
+    const second = successEnvelope(scoreHistory).parse(
+      (await get(t.app, `/api/agents/${address}/score-history?limit=2&cursor=${first.nextCursor}`)).json(),
+    ).data;
+    expect(second.events.map((e) => [e.previousScore, e.score])).toEqual([[0, 300]]);
+    expect(second.nextCursor).toBeNull();
+  });
+
+  it('answers an empty history for a known agent, 404 for an unknown one and 400 for bad parameters', async () => {
+    const address = await createAgent(t.app);
+    const empty = await get(t.app, `/api/agents/${address}/score-history`);
+    expect(empty.json().data).toEqual({ address, events: [], nextCursor: null });
+    expect((await get(t.app, `/api/agents/${randomAddress()}/score-history`)).statusCode).toBe(404);
+    for (const query of [
+      'limit=0',
+      'limit=1001',
+      'cursor=bm90LWFuLWlk',
+      'cursor=OTk5OTk5OTk5OTk5OTk5OTk5OTk5',
+      'x=1',
+    ]) {
+      const res = await get(t.app, `/api/agents/${address}/score-history?${query}`);
       expect(res.statusCode, query).toBe(400);
       expect(res.json().error.code).toBe('VALIDATION_ERROR');
     }

@@ -110,3 +110,27 @@ export const agentList = z.object({
   total: z.number().int().nonnegative(),
   nextCursor: z.string().nullable(),
 });
+
+export const scoreHistoryQuery = z.strictObject({
+  limit: z.coerce.number().int().min(1).max(1000).default(100),
+  cursor: z.string().max(512).optional(),
+});
+export type ScoreHistoryQuery = z.infer<typeof scoreHistoryQuery>;
+
+export const scoreEvent = z
+  .object({
+    previousScore: scoreValue,
+    score: scoreValue,
+    source: z.enum(['manual', 'batch', 'model']).meta({
+      description: 'manual: POST /api/agents/:address/score; batch: batch-scores; model: a recomputation',
+    }),
+    reason: z.string().nullable(),
+    changedAt: unixSeconds,
+  })
+  .meta({ id: 'ScoreEvent' });
+
+export const scoreHistory = z.object({
+  address: z.string(),
+  events: z.array(scoreEvent).meta({ description: 'Newest first' }),
+  nextCursor: z.string().nullable(),
+});

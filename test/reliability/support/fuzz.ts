@@ -13,6 +13,56 @@ export interface FuzzRoute {
   url: string;
 }
 
+/**
+ * The rest of the fuzz table: routes that take no body, fuzzed through their path, query and
+ * headers. Every route of the app is either here or has a body template and a well-formed body
+ * (`bodyTemplates`, `validBodies`); `fuzzTableGaps` says which are missing.
+ */
+export const ROUTES_WITHOUT_BODY: ReadonlySet<string> = new Set([
+  'GET /health',
+  'GET /ready',
+  'GET /metrics',
+  'GET /openapi.json',
+  'GET /api/agents',
+  'GET /api/agents/:address',
+  'GET /api/agents/:address/score',
+  'GET /api/agents/:address/score-history',
+  'GET /api/agents/:address/verifications',
+  'GET /api/budgets/:address',
+  'GET /api/jobs/:id',
+  'GET /api/keys',
+  'DELETE /api/keys/:id',
+  'GET /api/scores/agents',
+  'GET /api/scores/:address',
+  'GET /api/transactions/:address/stats',
+]);
+
+/** Pages served for browsers (the docs UI, the queue dashboard): not part of the API the table covers. */
+const PAGES = ['/docs', '/admin/queues'];
+
+/** What the fuzz table lacks for these routes, and entries it has for routes that no longer exist. */
+export function fuzzTableGaps(routes: FuzzRoute[]): string[] {
+  const fx: FuzzFixtures = { agent: `0x${'0'.repeat(40)}`, observed: `0x${'0'.repeat(40)}`, adminKey: 'x' };
+  const templates = bodyTemplates(fx);
+  const valid = validBodies(fx);
+  const keys = new Set(
+    routes
+      .filter((r) => r.method !== 'HEAD' && r.method !== 'OPTIONS')
+      .filter((r) => !PAGES.some((page) => r.url === page || r.url.startsWith(`${page}/`)))
+      .map((r) => `${r.method} ${r.url}`),
+  );
+  const gaps: string[] = [];
+  for (const key of keys) {
+    if (ROUTES_WITHOUT_BODY.has(key)) continue;
+    if (!templates[key]) gaps.push(`${key}: no body template`);
+    if (!valid[key]) gaps.push(`${key}: no well-formed body`);
+  }
+  for (const key of [...ROUTES_WITHOUT_BODY, ...Object.keys(templates), ...Object.keys(valid)]) {
+    if (!keys.has(key)) gaps.push(`${key}: in the table but not a route of the app`);
+  }
+  return [...new Set(gaps)];
+}
+
 /** Collects every route the app defines (pass `onRoute` in the app's edge options). */
 export function routeCollector() {
   const routes: FuzzRoute[] = [];
@@ -197,8 +247,8 @@ function addressLike(fx: FuzzFixtures) {
   );
 }
 
-/** A body close to what the route expects, with fields replaced, dropped or added. */
-function bodyFor(route: FuzzRoute, fx: FuzzFixtures): fc.Arbitrary<unknown> {
+/** The fuzz table's body templates: for each route that takes a body, one close to what it expects. */
+function bodyTemplates(fx: FuzzFixtures): Record<string, fc.Arbitrary<Record<string, unknown>>> {
   const addr = addressLike(fx);
   const amount = fc.oneof(
     { weight: 8, arbitrary: fc.bigInt({ min: 1n, max: 10n ** 6n }).map(String) },
@@ -214,7 +264,7 @@ function bodyFor(route: FuzzRoute, fx: FuzzFixtures): fc.Arbitrary<unknown> {
     { weight: 1, arbitrary: nastyNumber },
     { weight: 1, arbitrary: nastyValue },
   );
-  const templates: Record<string, fc.Arbitrary<Record<string, unknown>>> = {
+  return {
     'POST /api/agents/register': fc.record(
       {
         address: addr,
@@ -287,7 +337,11 @@ function bodyFor(route: FuzzRoute, fx: FuzzFixtures): fc.Arbitrary<unknown> {
       { requiredKeys: ['name', 'scopes'] },
     ),
   };
-  const template = templates[`${route.method} ${route.url}`] ?? fc.constant({});
+}
+
+/** A body close to what the route expects, with fields replaced, dropped or added. */
+function bodyFor(route: FuzzRoute, fx: FuzzFixtures): fc.Arbitrary<unknown> {
+  const template = bodyTemplates(fx)[`${route.method} ${route.url}`] ?? fc.constant({});
   const extra = fc.dictionary(
     fc.oneof(
       fc.constantFrom('__proto__', 'constructor', 'prototype', 'dailylimit', 'extra', ''),
@@ -480,11 +534,11 @@ export interface FuzzRequest {
   payload: string | Buffer | undefined;
 }
 
-/** Well-formed bodies, so that accepted writes change the state later refusals are compared against. */
-function validBody(route: FuzzRoute, fx: FuzzFixtures): fc.Arbitrary<unknown> | undefined {
+/** The fuzz table's well-formed bodies, so that accepted writes change the state later refusals are compared against. */
+function validBodies(fx: FuzzFixtures): Record<string, fc.Arbitrary<unknown>> {
   const newAddress = fc.constant(null).map(() => `0x${hex(20)}`);
   const amount = fc.bigInt({ min: 1n, max: 2_000_000_000_000n }).map(String);
-  const bodies: Record<string, fc.Arbitrary<unknown>> = {
+  return {
     'POST /api/agents/register': fc.record({ address: newAddress }),
     'POST /api/agents/:address/score': fc.record({
       score: fc.integer({ min: 0, max: 1000 }),
@@ -521,7 +575,10 @@ function validBody(route: FuzzRoute, fx: FuzzFixtures): fc.Arbitrary<unknown> | 
     }),
     'POST /api/keys': fc.record({ name: fc.constant('fuzz'), scopes: fc.constant(['read']) }),
   };
-  return bodies[`${route.method} ${route.url}`];
+}
+
+function validBody(route: FuzzRoute, fx: FuzzFixtures): fc.Arbitrary<unknown> | undefined {
+  return validBodies(fx)[`${route.method} ${route.url}`];
 }
 
 /** A well-formed request to `route` (the fixtures' agent as the address, the admin key presented). */

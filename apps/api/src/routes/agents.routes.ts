@@ -11,6 +11,8 @@ import {
   ownerBody,
   registerBody,
   scoreChange,
+  scoreHistory,
+  scoreHistoryQuery,
   setScoreBody,
   verificationList,
 } from '@vouch/schemas';
@@ -50,6 +52,18 @@ export const agentsRoutes: FastifyPluginAsyncZod<{ services: Services }> = async
       response: responses({ 200: agentScore }, [404]),
     },
     handler: async (req) => ok(await services.agents.getScore(req.params.address)),
+  });
+
+  app.get('/api/agents/:address/score-history', {
+    schema: {
+      operationId: 'getScoreHistory',
+      tags: ['agents'],
+      summary: 'Every change of the agent’s score, with its source and reason, newest first (paginated)',
+      params: agentParams,
+      querystring: scoreHistoryQuery,
+      response: responses({ 200: scoreHistory }, [404]),
+    },
+    handler: async (req) => ok(await services.agents.scoreHistory(req.params.address, req.query)),
   });
 
   app.post('/api/agents/register', {

@@ -184,3 +184,16 @@ export async function listAgents(
   const [rows, total] = await Promise.all([query.execute(), counted.executeTakeFirstOrThrow()]);
   return { rows, total: total.total };
 }
+
+/** An agent's score changes, newest first, after the event `beforeId` when given; one more than `limit` tells there is a next page. */
+export async function listScoreEvents(db: Executor, address: string, limit: number, beforeId: string | null) {
+  let query = db
+    .selectFrom('score_events')
+    .select(['id', 'old_score', 'new_score', 'source', 'reason', 'created_at'])
+    .where('agent', '=', address);
+  if (beforeId !== null) query = query.where('id', '<', beforeId);
+  return query
+    .orderBy('id', 'desc')
+    .limit(limit + 1)
+    .execute();
+}

@@ -1,5 +1,5 @@
 import type { AgentRow, DB, Kysely } from '@vouch/db';
-import type { Agent, ListQuery, RegisterInput, SetScoreInput } from '@vouch/schemas';
+import type { Agent, ListQuery, RegisterInput, ScoreHistoryQuery, SetScoreInput } from '@vouch/schemas';
 import type { ReadCache } from '../cache/read-cache.ts';
 import { type Clock, toUnixSeconds } from '../shared/clock.ts';
 import {
@@ -54,6 +54,12 @@ function decodeCursor(cursor: string): repo.ListCursor {
   } catch {
     // fall through to the validation error
   }
+  throw new ValidationError([{ path: 'querystring.cursor', message: 'is not a cursor this service issued' }]);
+}
+
+function decodeEventCursor(cursor: string): string {
+  const id = Buffer.from(cursor, 'base64url').toString('utf8');
+  if (/^[1-9]\d{0,17}$/.test(id)) return id; // within bigint
   throw new ValidationError([{ path: 'querystring.cursor', message: 'is not a cursor this service issued' }]);
 }
 
@@ -134,6 +140,26 @@ export function createAgentsService({ db, clock, cache }: AgentsDeps) {
         color: colorFor(written.new_score),
         reason: input.reason,
         updatedAt: toUnixSeconds(now),
+      };
+    },
+
+    /** The score's history: every change with its source and reason, newest first, paginated. */
+    async scoreHistory(address: string, query: ScoreHistoryQuery) {
+      await requireKnown(address);
+      const before = query.cursor ? decodeEventCursor(query.cursor) : null;
+      const rows = await repo.listScoreEvents(db, address, query.limit, before);
+      const page = rows.slice(0, query.limit);
+      const last = page[page.length - 1];
+      return {
+        address,
+        events: page.map((row) => ({
+          previousScore: row.old_score,
+          score: row.new_score,
+          source: row.source,
+          reason: row.reason,
+          changedAt: toUnixSeconds(row.created_at),
+        })),
+        nextCursor: rows.length > query.limit && last ? Buffer.from(String(last.id)).toString('base64url') : null,
       };
     },
 
