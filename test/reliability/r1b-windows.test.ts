@@ -1,3 +1,4 @@
+import { applySpend, type BudgetState, windowsAt } from '@vouch/core';
 import { MAX_UINT256 } from '@vouch/schemas';
 import { createAgentWithBudget, createTestApp, post, type TestContext } from '@vouch/testkit';
 import fc from 'fast-check';
@@ -6,16 +7,16 @@ import { report } from './support/report.ts';
 
 // R1b: random amounts up to 2^256−1 against per-tx, daily and monthly limits, concurrent
 // batches of spends, and an injected clock that crosses at least one day and one month.
-// The ledger is replayed through an independent BigInt model of the rules: every decision,
-// every answer and the budget's counters must match it exactly, and in every UTC day and
-// month the accepted sum stays within its limit.
+// The ledger is replayed through the budget model (budgets.model.ts, the one home of the rule):
+// every decision, every answer and the budget's counters must match it exactly, and in every
+// UTC day and month the accepted sum, added up here, stays within its limit.
 
 const DAY_MS = 86_400_000;
 const HOUR_MS = 3_600_000;
 const RUNS = Number(process.env.R1B_RUNS ?? 25);
 
-const dayOf = (d: Date) => Date.UTC(d.getUTCFullYear(), d.getUTCMonth(), d.getUTCDate());
-const monthOf = (d: Date) => Date.UTC(d.getUTCFullYear(), d.getUTCMonth(), 1);
+const dayOf = (d: Date) => windowsAt(d).day;
+const monthOf = (d: Date) => windowsAt(d).month;
 const clamp = (v: bigint) => (v > MAX_UINT256 ? MAX_UINT256 : v < 1n ? 1n : v);
 
 interface Limits {
@@ -61,28 +62,6 @@ const scenario = fc
     }));
     return { start: s.start, limits, steps };
   });
-
-/** The rules, written again independently of the service: windows, then the first limit that fails. */
-function decide(state: { day: number; month: number; daily: bigint; monthly: bigint }, l: Limits, at: Date, a: bigint) {
-  const day = dayOf(at);
-  const month = monthOf(at);
-  const daily = state.day >= day ? state.daily : 0n;
-  const monthly = state.month >= month ? state.monthly : 0n;
-  let reason: string | null = null;
-  if (a > l.perTx) reason = 'PER_TX_LIMIT';
-  else if (daily + a > l.daily) reason = 'DAILY_LIMIT';
-  else if (monthly + a > l.monthly) reason = 'MONTHLY_LIMIT';
-  const debit = reason === null ? a : 0n;
-  return {
-    reason,
-    next: {
-      day: Math.max(state.day, day),
-      month: Math.max(state.month, month),
-      daily: daily + debit,
-      monthly: monthly + debit,
-    },
-  };
-}
 
 describe('R1b — exact windows under random uint256 amounts and rolling days and months', () => {
   let t: TestContext;
@@ -133,12 +112,21 @@ describe('R1b — exact windows under random uint256 amounts and rolling days an
         expect(ledger).toHaveLength(steps.reduce((n, s) => n + s.amounts.length, 0));
 
         // Ledger ids follow the order in which spends took the budget's row lock: replay them.
-        let state = { day: 0, month: 0, daily: 0n, monthly: 0n };
+        let state: BudgetState = {
+          dailyLimit: limits.daily,
+          monthlyLimit: limits.monthly,
+          perTxLimit: limits.perTx,
+          dailySpent: 0n,
+          monthlySpent: 0n,
+          dayStart: new Date(0),
+          monthStart: new Date(0),
+        };
         const perDay = new Map<number, bigint>();
         const perMonth = new Map<number, bigint>();
         for (const row of ledger) {
           const amount = BigInt(row.amount);
-          const { reason, next } = decide(state, limits, row.created_at, amount);
+          const { evaluation, next } = applySpend(state, amount, row.created_at);
+          const { reason } = evaluation;
           expect({ id: row.id, accepted: row.accepted, reason: row.reason }).toEqual({
             id: row.id,
             accepted: reason === null,
@@ -149,8 +137,8 @@ describe('R1b — exact windows under random uint256 amounts and rolling days an
           expect(answer, `answer for ledger row ${row.id}`).toBeDefined();
           expect(answer?.status).toBe(reason === null ? 200 : 422);
           if (reason === null) {
-            expect(answer?.data.dailySpent).toBe(state.daily.toString());
-            expect(answer?.data.monthlySpent).toBe(state.monthly.toString());
+            expect(answer?.data.dailySpent).toBe(state.dailySpent.toString());
+            expect(answer?.data.monthlySpent).toBe(state.monthlySpent.toString());
             expect(amount <= limits.perTx).toBe(true);
             const d = dayOf(row.created_at);
             const m = monthOf(row.created_at);
@@ -172,17 +160,17 @@ describe('R1b — exact windows under random uint256 amounts and rolling days an
 
         // The budget's counters are the ledger's sums for the current windows.
         const row = await t.database.db.selectFrom('budgets').selectAll().where('agent', '=', agent).executeTakeFirst();
-        expect(row?.daily_spent).toBe(state.daily.toString());
-        expect(row?.monthly_spent).toBe(state.monthly.toString());
-        expect(row?.day_start.getTime()).toBe(state.day);
-        expect(row?.month_start.getTime()).toBe(state.month);
-        expect(state.daily).toBe(perDay.get(dayOf(t.clock.now)) ?? 0n);
-        expect(state.monthly).toBe(perMonth.get(monthOf(t.clock.now)) ?? 0n);
+        expect(row?.daily_spent).toBe(state.dailySpent.toString());
+        expect(row?.monthly_spent).toBe(state.monthlySpent.toString());
+        expect(row?.day_start.getTime()).toBe(state.dayStart.getTime());
+        expect(row?.month_start.getTime()).toBe(state.monthStart.getTime());
+        expect(state.dailySpent).toBe(perDay.get(dayOf(t.clock.now)) ?? 0n);
+        expect(state.monthlySpent).toBe(perMonth.get(monthOf(t.clock.now)) ?? 0n);
 
         // And the API says so, including on the next day when the daily window has passed.
         const budget = (await t.app.inject({ method: 'GET', url: `/api/budgets/${agent}` })).json().data;
-        expect(budget.dailySpent).toBe(state.daily.toString());
-        expect(budget.monthlySpent).toBe(state.monthly.toString());
+        expect(budget.dailySpent).toBe(state.dailySpent.toString());
+        expect(budget.monthlySpent).toBe(state.monthlySpent.toString());
         t.clock.advance(DAY_MS);
         const tomorrow = (await t.app.inject({ method: 'GET', url: `/api/budgets/${agent}` })).json().data;
         expect(tomorrow.dailySpent).toBe('0');

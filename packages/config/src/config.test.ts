@@ -1,11 +1,11 @@
 import { describe, expect, it } from 'vitest';
-import { authMode, ConfigError, loadConfig, queueConcurrency, queueNames, workerQueues } from './index.ts';
+import { authMode, ConfigError, checkApiConfig, loadConfig, queueConcurrency, queueNames, workerQueues } from './index.ts';
 
 const ADMIN = 'a-secret-of-sufficient-length';
 
 function problem(env: Record<string, string>): string {
   try {
-    loadConfig(env);
+    checkApiConfig(loadConfig(env));
   } catch (error) {
     expect(error).toBeInstanceOf(ConfigError);
     return (error as Error).message;
@@ -66,7 +66,8 @@ describe('loadConfig', () => {
     expect(problem({ AUTH: 'maybe' })).toMatch(/AUTH: /);
   });
 
-  it('needs an admin key whenever auth is on, and never prints it', () => {
+  it('needs an admin key whenever auth is on in a process that serves the API, and never prints it', () => {
+    expect(loadConfig({ NODE_ENV: 'production' }).NODE_ENV).toBe('production'); // a worker needs none
     expect(problem({ NODE_ENV: 'production' })).toMatch(/ADMIN_API_KEY: required when AUTH is on/);
     expect(problem({ AUTH: 'on' })).toMatch(/ADMIN_API_KEY: required/);
     expect(problem({ AUTH: '', NODE_ENV: 'production', ADMIN_API_KEY: '' })).toMatch(/ADMIN_API_KEY: required/);

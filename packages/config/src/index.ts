@@ -148,19 +148,7 @@ const apiEnv = {
   CORS_ORIGINS: optionalString,
 };
 
-export const configSchema = z
-  .object({ ...processEnv, ...databaseEnv, ...checksEnv, ...jobsEnv, ...apiEnv })
-  .superRefine((config, ctx) => {
-    // AUTH on (the production default) with nobody able to administer keys is refused.
-    if (authMode(config) === 'on' && !config.ADMIN_API_KEY) {
-      const why = config.AUTH === undefined ? ' (AUTH defaults to on when NODE_ENV=production)' : '';
-      ctx.addIssue({
-        code: 'custom',
-        path: ['ADMIN_API_KEY'],
-        message: `required when AUTH is on${why}; set it to a secret of at least 16 characters, or set AUTH=off explicitly`,
-      });
-    }
-  });
+export const configSchema = z.object({ ...processEnv, ...databaseEnv, ...checksEnv, ...jobsEnv, ...apiEnv });
 
 export type Config = Readonly<z.output<typeof configSchema>>;
 /** The keys an operator sets, for tests and tools that build a configuration from parts. */
@@ -188,6 +176,19 @@ export function loadConfig(env: NodeJS.ProcessEnv | ConfigEnv = process.env): Co
 
 export function authMode(config: Pick<Config, 'AUTH' | 'NODE_ENV'>): 'on' | 'off' {
   return config.AUTH ?? (config.NODE_ENV === 'production' ? 'on' : 'off');
+}
+
+/**
+ * A process that serves the API refuses to start with auth on (the production default) and
+ * nobody able to administer keys. Workers serve no HTTP and do not need the key.
+ */
+export function checkApiConfig(config: Config): void {
+  if (authMode(config) === 'on' && !config.ADMIN_API_KEY) {
+    const why = config.AUTH === undefined ? ' (AUTH defaults to on when NODE_ENV=production)' : '';
+    throw new ConfigError(
+      `invalid configuration: ADMIN_API_KEY: required when AUTH is on${why}; set it to a secret of at least 16 characters, or set AUTH=off explicitly`,
+    );
+  }
 }
 
 /** Jobs of each queue one process runs at once. */

@@ -1,4 +1,4 @@
-export type { Kysely, Transaction } from 'kysely';
+export type { Insertable, Kysely, Selectable, Transaction } from 'kysely';
 export { sql } from 'kysely';
 export {
   createDatabase,
@@ -9,8 +9,8 @@ export {
 } from './client.ts';
 export { type DataDirHolder, DataDirLockedError, lockDataDir } from './data-dir-lock.ts';
 export { isDatabaseUnavailable, sqlState } from './errors.ts';
+export { CACHE_NOTIFY_ROW_LIMIT } from './functions.ts';
 export { migrateToLatest } from './migrate.ts';
-export { CACHE_NOTIFY_ROW_LIMIT } from './migrations/20261122000000-cache-notify-statements.ts';
 export { migrations } from './migrations/index.ts';
 export { runPrepared } from './prepared.ts';
 export type * from './schema.ts';

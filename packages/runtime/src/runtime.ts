@@ -2,6 +2,7 @@ import { hostname } from 'node:os';
 import {
   type Config,
   ConfigError,
+  checkApiConfig,
   checksOptions,
   databaseOptions,
   queueConcurrency,
@@ -84,6 +85,7 @@ export interface Runtime {
  */
 export async function createRuntime(config: Config, overrides: RuntimeOverrides = {}): Promise<Runtime> {
   const role = overrides.role ?? config.VOUCH_ROLE;
+  if (role === 'all' || role === 'api') checkApiConfig(config);
   if (role === 'worker' && !config.REDIS_URL) {
     throw new ConfigError(
       'invalid configuration: REDIS_URL: required by a worker process, which takes its jobs from Redis',

@@ -85,3 +85,29 @@ export function evaluateSpend(state: BudgetState, amount: bigint, now: Date): Ev
     monthlyRemaining: remaining(state.monthlyLimit, spent.monthly),
   };
 }
+
+/**
+ * A spend of `amount` at `now` applied to the budget: the decision, and the state the budget
+ * holds afterwards — counters of the current windows plus the debit when allowed, windows that
+ * only move forward. The spend statement (budgets.repository.ts `spend`) does exactly this in
+ * one SQL statement; packages/core/test/budgets.property.test.ts proves the two agree.
+ */
+export function applySpend(
+  state: BudgetState,
+  amount: bigint,
+  now: Date,
+): { evaluation: Evaluation; next: BudgetState } {
+  const evaluation = evaluateSpend(state, amount, now);
+  const windows = windowsAt(now);
+  const debit = evaluation.allowed ? amount : 0n;
+  return {
+    evaluation,
+    next: {
+      ...state,
+      dailySpent: evaluation.dailySpent + debit,
+      monthlySpent: evaluation.monthlySpent + debit,
+      dayStart: new Date(Math.max(state.dayStart.getTime(), windows.day)),
+      monthStart: new Date(Math.max(state.monthStart.getTime(), windows.month)),
+    },
+  };
+}

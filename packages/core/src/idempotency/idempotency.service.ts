@@ -1,8 +1,9 @@
 import { createHash } from 'node:crypto';
-import { type DB, type Kysely, sql } from '@vouch/db';
+import type { DB, Kysely } from '@vouch/db';
 import { canonicalJson } from '../shared/canonical-json.ts';
 import type { Clock } from '../shared/clock.ts';
 import { DomainError, IdempotencyInProgressError, IdempotencyKeyReusedError } from '../shared/errors.ts';
+import * as repo from './idempotency.repository.ts';
 
 /** How long a key and its stored response are kept. */
 export const IDEMPOTENCY_TTL_MS = 24 * 60 * 60 * 1000;
@@ -45,17 +46,9 @@ export function createIdempotencyService({ db, clock }: { db: Kysely<DB>; clock:
       const hash = requestHash(req.request);
       const result = await db.transaction().execute(async (trx) => {
         const now = clock();
-        const lock = await sql<{ locked: boolean }>`
-          SELECT pg_try_advisory_xact_lock(hashtextextended(${`${req.scope}\n${req.key}`}, 0)) AS locked`.execute(trx);
-        if (!lock.rows[0]?.locked) throw new IdempotencyInProgressError();
+        if (!(await repo.tryLockKey(trx, req.scope, req.key))) throw new IdempotencyInProgressError();
 
-        const stored = await trx
-          .selectFrom('idempotency_keys')
-          .selectAll()
-          .where('scope', '=', req.scope)
-          .where('key', '=', req.key)
-          .where('expires_at', '>', now)
-          .executeTakeFirst();
+        const stored = await repo.findLiveKey(trx, req.scope, req.key, now);
         if (stored) {
           if (stored.request_hash !== hash) throw new IdempotencyKeyReusedError();
           return { replayed: true as const, outcome: stored.response as unknown as StoredOutcome };
@@ -75,27 +68,15 @@ export function createIdempotencyService({ db, clock }: { db: Kysely<DB>; clock:
             error: { code: error.code, message: error.message, details: error.details },
           };
         }
-        await trx
-          .insertInto('idempotency_keys')
-          .values({
-            scope: req.scope,
-            key: req.key,
-            request_hash: hash,
-            status_code: outcome.statusCode,
-            response: JSON.stringify(outcome),
-            created_at: now,
-            expires_at: new Date(now.getTime() + IDEMPOTENCY_TTL_MS),
-          })
-          .onConflict((oc) =>
-            oc.columns(['scope', 'key']).doUpdateSet({
-              request_hash: hash,
-              status_code: outcome.statusCode,
-              response: JSON.stringify(outcome),
-              created_at: now,
-              expires_at: new Date(now.getTime() + IDEMPOTENCY_TTL_MS),
-            }),
-          )
-          .execute();
+        await repo.storeKey(trx, {
+          scope: req.scope,
+          key: req.key,
+          requestHash: hash,
+          statusCode: outcome.statusCode,
+          response: JSON.stringify(outcome),
+          now,
+          expiresAt: new Date(now.getTime() + IDEMPOTENCY_TTL_MS),
+        });
         return { replayed: false as const, value, outcome };
       });
       if (result.replayed) return result;
@@ -105,8 +86,7 @@ export function createIdempotencyService({ db, clock }: { db: Kysely<DB>; clock:
 
     /** Drops keys past their retention; returns how many. */
     async purgeExpired(): Promise<number> {
-      const deleted = await db.deleteFrom('idempotency_keys').where('expires_at', '<=', clock()).executeTakeFirst();
-      return Number(deleted.numDeletedRows);
+      return repo.deleteExpiredKeys(db, clock());
     },
   };
 }

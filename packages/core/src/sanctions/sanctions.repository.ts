@@ -109,3 +109,8 @@ export async function registeredAgents(db: Executor): Promise<string[]> {
 export const sanctionedSql = (column: string) => sql<boolean>`EXISTS (
   SELECT 1 FROM sanctions_entries se JOIN sanctions_snapshots ss ON ss.id = se.snapshot_id AND ss.is_active
   WHERE se.address = ${sql.ref(column)})`;
+
+/** Serializes imports for the transaction (replicas starting together load the bundled lists once). */
+export async function lockImports(trx: Executor): Promise<void> {
+  await sql`SELECT pg_advisory_xact_lock(740011)`.execute(trx);
+}

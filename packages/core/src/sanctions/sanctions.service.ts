@@ -2,7 +2,7 @@ import { existsSync } from 'node:fs';
 import { readdir, readFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { type DB, type Kysely, sql } from '@vouch/db';
+import type { DB, Kysely } from '@vouch/db';
 import { type Clock, toUnixSeconds } from '../shared/clock.ts';
 import { diffSnapshots, evmAddressesOf, parseSdnAdvancedXml, unionLists } from './sanctions.model.ts';
 import * as repo from './sanctions.repository.ts';
@@ -23,8 +23,6 @@ function findUp(from: string, target: string): string {
 }
 export const BUNDLED_SNAPSHOT_DATE = '2024-09-27';
 const SOURCE_NAME = 'OFAC SDN digital currency addresses';
-/** Advisory lock key serializing snapshot imports. */
-const IMPORT_LOCK = 740_011;
 
 export interface ScreeningResult {
   address: string;
@@ -101,7 +99,7 @@ export function createSanctionsService({ db, clock, rescore }: SanctionsDeps) {
     const entries = unionLists(v.lists);
     const stored = await db.transaction().execute(async (trx) => {
       // One import at a time, so replicas starting together load the bundled lists once.
-      await sql`SELECT pg_advisory_xact_lock(${IMPORT_LOCK})`.execute(trx);
+      await repo.lockImports(trx);
       const previous = await repo.activeSnapshot(trx);
       if (previous && options.onlyIfNone) return null;
       const before = previous ? await repo.addressesOf(trx, previous.id) : [];

@@ -97,3 +97,26 @@ export async function storeVerification(
   if (stored) return { stored: true };
   return { stored: false, facts };
 }
+
+/** Stored verifications of an address, newest first. */
+export function listVerifications(db: Executor, address: string, limit: number) {
+  return db
+    .selectFrom('verifications')
+    .selectAll()
+    .where('agent', '=', address)
+    .orderBy('created_at', 'desc')
+    .orderBy('id', 'desc')
+    .limit(limit)
+    .execute();
+}
+
+/** The status and time of the address's latest verification. */
+export function latestVerification(db: Executor, address: string) {
+  return db
+    .selectFrom('verifications')
+    .select(['status', 'created_at'])
+    .where('agent', '=', address)
+    .orderBy('id', 'desc')
+    .limit(1)
+    .executeTakeFirst();
+}

@@ -141,14 +141,7 @@ export function createVerificationService({ db, clock, chain, thresholds }: Veri
 
     /** Stored verifications of an address, newest first. */
     async list(address: string, limit = 50): Promise<VerificationResult[]> {
-      const rows = await db
-        .selectFrom('verifications')
-        .selectAll()
-        .where('agent', '=', address)
-        .orderBy('created_at', 'desc')
-        .orderBy('id', 'desc')
-        .limit(limit)
-        .execute();
+      const rows = await repo.listVerifications(db, address, limit);
       return rows.map((r) => ({
         address: r.agent,
         status: r.status as VerificationStatus,
@@ -163,13 +156,7 @@ export function createVerificationService({ db, clock, chain, thresholds }: Veri
     },
 
     latest(address: string) {
-      return db
-        .selectFrom('verifications')
-        .select(['status', 'created_at'])
-        .where('agent', '=', address)
-        .orderBy('id', 'desc')
-        .limit(1)
-        .executeTakeFirst();
+      return repo.latestVerification(db, address);
     },
   };
 }

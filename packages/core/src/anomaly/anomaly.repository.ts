@@ -1,0 +1,42 @@
+import { type DB, type Insertable, type Kysely, sql } from '@vouch/db';
+
+type Executor = Kysely<DB>;
+
+export interface TransactionHistory {
+  count30d: number;
+  failed30d: number;
+  volume30d: string;
+  last_hour: number;
+}
+
+/** The agent's recorded transactions between `since` and `now`: count, failures, volume, and the count since `hourAgo`. */
+export async function transactionHistory(
+  db: Executor,
+  agent: string,
+  window: { since: Date; hourAgo: Date; now: Date },
+): Promise<TransactionHistory> {
+  const result = await sql<TransactionHistory>`
+    SELECT count(*)::int AS count30d,
+           (count(*) FILTER (WHERE NOT success))::int AS failed30d,
+           coalesce(sum(amount), 0)::text AS volume30d,
+           (count(*) FILTER (WHERE occurred_at >= ${window.hourAgo}))::int AS last_hour
+    FROM transactions WHERE agent = ${agent} AND occurred_at >= ${window.since} AND occurred_at <= ${window.now}`.execute(
+    db,
+  );
+  return result.rows[0] ?? { count30d: 0, failed30d: 0, volume30d: '0', last_hour: 0 };
+}
+
+export async function insertAnomalyCheck(db: Executor, row: Insertable<DB['anomaly_checks']>): Promise<void> {
+  await db.insertInto('anomaly_checks').values(row).execute();
+}
+
+/** The agent's latest anomaly check. */
+export function latestAnomalyCheck(db: Executor, agent: string) {
+  return db
+    .selectFrom('anomaly_checks')
+    .select(['severity', 'risk_score', 'created_at'])
+    .where('agent', '=', agent)
+    .orderBy('id', 'desc')
+    .limit(1)
+    .executeTakeFirst();
+}

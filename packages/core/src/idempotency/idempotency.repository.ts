@@ -1,0 +1,54 @@
+import { type DB, type IdempotencyRow, type Kysely, sql } from '@vouch/db';
+
+type Executor = Kysely<DB>;
+
+/** Takes the key's lock for the transaction if nobody holds it; false when another request does. */
+export async function tryLockKey(trx: Executor, scope: string, key: string): Promise<boolean> {
+  const lock = await sql<{ locked: boolean }>`
+    SELECT pg_try_advisory_xact_lock(hashtextextended(${`${scope}\n${key}`}, 0)) AS locked`.execute(trx);
+  return lock.rows[0]?.locked === true;
+}
+
+/** The stored answer of a key that has not expired. */
+export function findLiveKey(db: Executor, scope: string, key: string, now: Date): Promise<IdempotencyRow | undefined> {
+  return db
+    .selectFrom('idempotency_keys')
+    .selectAll()
+    .where('scope', '=', scope)
+    .where('key', '=', key)
+    .where('expires_at', '>', now)
+    .executeTakeFirst();
+}
+
+/** Stores (or replaces an expired) key with its request hash and answer. */
+export async function storeKey(
+  db: Executor,
+  v: {
+    scope: string;
+    key: string;
+    requestHash: string;
+    statusCode: number;
+    response: string;
+    now: Date;
+    expiresAt: Date;
+  },
+): Promise<void> {
+  const values = {
+    request_hash: v.requestHash,
+    status_code: v.statusCode,
+    response: v.response,
+    created_at: v.now,
+    expires_at: v.expiresAt,
+  };
+  await db
+    .insertInto('idempotency_keys')
+    .values({ scope: v.scope, key: v.key, ...values })
+    .onConflict((oc) => oc.columns(['scope', 'key']).doUpdateSet(values))
+    .execute();
+}
+
+/** Drops keys past their retention; returns how many. */
+export async function deleteExpiredKeys(db: Executor, now: Date): Promise<number> {
+  const deleted = await db.deleteFrom('idempotency_keys').where('expires_at', '<=', now).executeTakeFirst();
+  return Number(deleted.numDeletedRows);
+}
