@@ -4,6 +4,7 @@
  * measures the scenarios P1–P7 and the baselines B1–B7 in the same run, prints a table and
  * writes bench/results/latest.json. See bench/README.md.
  */
+import { execFileSync } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -53,6 +54,17 @@ env: BENCH_DATABASE_URL (admin URL, default postgres://postgres@127.0.0.1:5432/p
 }
 const profile: Profile = args.includes('--quick') ? profiles.quick : profiles.full;
 const RESULTS = new URL('./results/latest.json', import.meta.url).pathname;
+
+/** The commit the run measured, `+changes` when the work tree differs from it. */
+function gitCommit(): string {
+  try {
+    const sha = execFileSync('git', ['rev-parse', '--short', 'HEAD'], { encoding: 'utf8' }).trim();
+    const dirty = execFileSync('git', ['status', '--porcelain', '--untracked-files=no'], { encoding: 'utf8' }).trim();
+    return dirty ? `${sha}+changes` : sha;
+  } catch {
+    return 'unknown';
+  }
+}
 const started = Date.now();
 const elapsed = () => `${((Date.now() - started) / 1000).toFixed(0).padStart(4)} s`;
 const log = (message: string) => console.log(`[bench ${elapsed()}] ${message}`);
@@ -264,6 +276,27 @@ async function main() {
     errors: ctx.errors,
   };
   writeJson(RESULTS, report);
+  // The run's goals, kept in the repository's history (bench/results/history/, one file a run).
+  const commit = gitCommit();
+  writeJson(
+    new URL(`./results/history/${report.generatedAt.replace(/[:.]/g, '-')}-${profile.name}.json`, import.meta.url)
+      .pathname,
+    {
+      generatedAt: report.generatedAt,
+      commit,
+      profile: profile.name,
+      machine: report.machine,
+      goals: goals.map((g) => ({
+        id: g.id,
+        subject: g.subject?.text,
+        baseline: g.baseline ? `${g.baseline.id} ${g.baseline.text}` : null,
+        ratio: g.ratio,
+        pass: g.pass,
+        targetMet: g.targetMet,
+        noisy: g.noisy,
+      })),
+    },
+  );
 
   console.log(
     `\nVouch benchmark — ${profile.name} profile — ${machine.cpus} × ${machine.cpuModel}, ${machine.totalMemoryGiB} GiB, Node ${machine.node}, PostgreSQL ${postgres.version.split(' ')[1]}, Redis ${redisVersion}`,
