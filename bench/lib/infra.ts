@@ -1,5 +1,4 @@
-import { createScratchDatabase, dropDatabase, dropPrefix, testPrefix } from '@vouch/testkit';
-import { Redis } from 'ioredis';
+import { createScratchDatabase, dropDatabase, dropPrefix, redisVersion, testPrefix } from '@vouch/testkit';
 import pg from 'pg';
 import { onCleanup } from './cleanup.ts';
 import { envVar } from './env.ts';
@@ -53,23 +52,12 @@ export async function checkPostgres(): Promise<{ version: string; settings: Reco
 
 /** Fails with a clear message unless Redis answers; returns its redis_version. */
 export async function checkRedis(): Promise<string> {
-  const client = new Redis(REDIS_URL, {
-    lazyConnect: true,
-    maxRetriesPerRequest: 0,
-    connectTimeout: 3000,
-    retryStrategy: () => null,
-  });
-  client.on('error', () => {});
   try {
-    await client.connect();
-    const info = await client.info('server');
-    return /redis_version:(\S+)/.exec(info)?.[1] ?? 'unknown';
+    return await redisVersion(REDIS_URL, 3000);
   } catch (error) {
     throw new SetupError(
       `Redis is unreachable at ${redact(REDIS_URL)} (${(error as Error).message}). Start it, or set BENCH_REDIS_URL.`,
     );
-  } finally {
-    client.disconnect();
   }
 }
 

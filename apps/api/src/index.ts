@@ -1,2 +1,3 @@
 export { type App, type AppDeps, appDeps, buildApp } from './app.ts';
 export { edgeDeps } from './edge-config.ts';
+export { createRateLimiter, leaseSize, type RateLimiter, type RateLimitOptions } from './rate-limiter.ts';

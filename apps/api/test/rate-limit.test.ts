@@ -1,3 +1,4 @@
+import type { RateLimitOptions } from '@vouch/api';
 import { createdApiKey, failureEnvelope, successEnvelope } from '@vouch/schemas';
 import {
   createTestApp,
@@ -10,7 +11,6 @@ import {
 } from '@vouch/testkit';
 import type { LightMyRequestResponse } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { RateLimitOptions } from '../src/rate-limiter.ts';
 
 const limits = { default: 5, register: 2, batch: 1, compute: 3 };
 const ADMIN = 'rate-limit-admin-secret-0123';

@@ -1,7 +1,7 @@
+import { createRateLimiter, leaseSize, type RateLimiter } from '@vouch/api';
 import { dropPrefix, redisAvailable, TEST_REDIS_URL, testPrefix } from '@vouch/testkit';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createRateLimiter, leaseSize, type RateLimiter } from '../src/rate-limiter.ts';
 
 const limits = (n: number) => ({ default: n, register: n, batch: n, compute: n });
 

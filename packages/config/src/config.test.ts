@@ -1,5 +1,13 @@
 import { describe, expect, it } from 'vitest';
-import { authMode, ConfigError, checkApiConfig, loadConfig, queueConcurrency, queueNames, workerQueues } from './index.ts';
+import {
+  authMode,
+  ConfigError,
+  checkApiConfig,
+  loadConfig,
+  queueConcurrency,
+  queueNames,
+  workerQueues,
+} from './index.ts';
 
 const ADMIN = 'a-secret-of-sufficient-length';
 

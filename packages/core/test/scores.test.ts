@@ -1,7 +1,7 @@
+import { createScoresService } from '@vouch/core';
 import { type Database, sql } from '@vouch/db';
 import { createTestDatabase, SEEDED_SCORE, seedScoredAgents } from '@vouch/testkit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createScoresService } from '../src/scores/scores.service.ts';
 
 let database: Database;
 beforeAll(async () => {

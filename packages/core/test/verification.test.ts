@@ -1,11 +1,9 @@
 import { checksOptions, loadConfig } from '@vouch/config';
+import { type ChainReader, createSanctionsService, createVerificationService } from '@vouch/core';
 import type { Database, DB, Kysely } from '@vouch/db';
 import { sql } from '@vouch/db';
 import { createTestDatabase, randomAddress, randomTxHash } from '@vouch/testkit';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { createSanctionsService } from '../src/sanctions/sanctions.service.ts';
-import type { ChainReader } from '../src/verification/chain.ts';
-import { createVerificationService } from '../src/verification/verification.service.ts';
 
 // On the bundled lists: one on the ETH list, one only on the USDT list.
 const ETH_LISTED = '0x098b716b8aaf21512996dc57eb0615e2383e2f96';

@@ -1,4 +1,4 @@
-import { describe, expect, it, vi } from 'vitest';
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { DomainJobError } from './errors.ts';
 import { backoffMs, createExecutor, UNAVAILABLE_RETRY_MS, verifyProcessors } from './executor.ts';
 import { createInProcessRunner } from './in-process.ts';
@@ -96,55 +96,46 @@ describe('the executor', () => {
 });
 
 describe('the in-process runner', () => {
-  const concurrency = { scores: 1, checks: 1, recompute: 1 };
+  beforeEach(() => {
+    vi.useFakeTimers();
+  });
+  afterEach(() => {
+    vi.useRealTimers();
+  });
+
+  /** A runner whose screening fails on the calls `fails` says, counting the calls. */
+  function runnerFailing(fails: (call: number) => boolean) {
+    const calls = { count: 0 };
+    const runner = createInProcessRunner({
+      execute: createExecutor({
+        processors: processorsWith(async () => {
+          calls.count++;
+          if (fails(calls.count)) throw new Error(`failed call ${calls.count}`);
+          return screening;
+        }),
+      }),
+      concurrency: { scores: 1, checks: 1, recompute: 1 },
+      waitMs: 60_000,
+    });
+    return { runner, calls };
+  }
 
   it('runs a failing job again after the backoff, as BullMQ would, and answers once it succeeds', async () => {
-    vi.useFakeTimers();
-    try {
-      let calls = 0;
-      const runner = createInProcessRunner({
-        execute: createExecutor({
-          processors: processorsWith(async () => {
-            calls++;
-            if (calls < 3) throw new Error('flaky');
-            return screening;
-          }),
-        }),
-        concurrency,
-        waitMs: 60_000,
-      });
-      const outcome = runner.run(jobs.sanctions, { address: ADDRESS });
-      await vi.advanceTimersByTimeAsync(jobs.sanctions.options.backoffMs - 1);
-      expect(calls).toBe(1);
-      await vi.advanceTimersByTimeAsync(1 + 2 * jobs.sanctions.options.backoffMs);
-      expect(await outcome).toMatchObject({ state: 'completed', result: screening });
-      expect(calls).toBe(3);
-    } finally {
-      vi.useRealTimers();
-    }
+    const { runner, calls } = runnerFailing((call) => call < 3);
+    const outcome = runner.run(jobs.sanctions, { address: ADDRESS });
+    await vi.advanceTimersByTimeAsync(jobs.sanctions.options.backoffMs - 1);
+    expect(calls.count).toBe(1);
+    await vi.advanceTimersByTimeAsync(1 + 2 * jobs.sanctions.options.backoffMs);
+    expect(await outcome).toMatchObject({ state: 'completed', result: screening });
+    expect(calls.count).toBe(3);
   });
 
   it('fails after the last attempt with what the processor threw', async () => {
-    vi.useFakeTimers();
-    try {
-      let calls = 0;
-      const runner = createInProcessRunner({
-        execute: createExecutor({
-          processors: processorsWith(async () => {
-            calls++;
-            throw new Error('always');
-          }),
-        }),
-        concurrency,
-        waitMs: 60_000,
-      });
-      const outcome = runner.run(jobs.sanctions, { address: ADDRESS });
-      const settled = expect(outcome).rejects.toThrow('always');
-      await vi.advanceTimersByTimeAsync(10_000);
-      await settled;
-      expect(calls).toBe(jobs.sanctions.options.attempts);
-    } finally {
-      vi.useRealTimers();
-    }
+    const { runner, calls } = runnerFailing(() => true);
+    const outcome = runner.run(jobs.sanctions, { address: ADDRESS });
+    const settled = expect(outcome).rejects.toThrow(`failed call ${jobs.sanctions.options.attempts}`);
+    await vi.advanceTimersByTimeAsync(10_000);
+    await settled;
+    expect(calls.count).toBe(jobs.sanctions.options.attempts);
   });
 });

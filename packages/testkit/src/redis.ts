@@ -8,21 +8,30 @@ export const TEST_REDIS_URL = process.env.TEST_REDIS_URL ?? 'redis://127.0.0.1:6
  * tests that need it fail instead of skipping.
  */
 export async function redisAvailable(): Promise<boolean> {
-  const client = new Redis(TEST_REDIS_URL, {
-    lazyConnect: true,
-    maxRetriesPerRequest: 0,
-    connectTimeout: 2000,
-    retryStrategy: () => null,
-  });
   try {
-    await client.connect();
-    await client.ping();
+    await redisVersion(TEST_REDIS_URL, 2000);
     return true;
   } catch (error) {
     if (process.env.CI === 'true')
       throw new Error(`Redis at ${TEST_REDIS_URL} is unreachable under CI=true: ${(error as Error).message}`);
     console.warn(`[vouch] Redis unreachable at ${TEST_REDIS_URL}; skipping the tests that need it`);
     return false;
+  }
+}
+
+/** The `redis_version` of the Redis at `url`, connecting once without retries; throws if it does not answer. */
+export async function redisVersion(url: string, connectTimeoutMs: number): Promise<string> {
+  const client = new Redis(url, {
+    lazyConnect: true,
+    maxRetriesPerRequest: 0,
+    connectTimeout: connectTimeoutMs,
+    retryStrategy: () => null,
+  });
+  client.on('error', () => {});
+  try {
+    await client.connect();
+    const info = await client.info('server');
+    return /redis_version:(\S+)/.exec(info)?.[1] ?? 'unknown';
   } finally {
     client.disconnect();
   }
