@@ -1,6 +1,6 @@
 import type { RunOutcome } from '@vouch/jobs';
 import { failureEnvelope, successEnvelope } from '@vouch/schemas';
-import type { FastifyReply } from 'fastify';
+import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { z } from 'zod';
 
 /** The success envelope. */
@@ -31,4 +31,10 @@ export function answer<R>(reply: FastifyReply, outcome: RunOutcome<R>) {
     return ok({ jobId: outcome.jobId, status: outcome.status });
   }
   return ok(outcome.result);
+}
+
+/** `Cache-Control: no-cache` (or `no-store`) on a read or a check: answer from the database, not the read cache. */
+export function bypassesCache(request: FastifyRequest): boolean {
+  const value = request.headers['cache-control'];
+  return typeof value === 'string' && /\bno-(cache|store)\b/i.test(value);
 }

@@ -90,7 +90,7 @@ export const securityPlugin = fp(
       await app.register(cors, {
         origin: corsOrigins,
         methods: ['GET', 'HEAD', 'POST', 'DELETE'],
-        allowedHeaders: ['authorization', 'content-type', 'idempotency-key', 'x-request-id'],
+        allowedHeaders: ['authorization', 'cache-control', 'content-type', 'idempotency-key', 'x-request-id'],
         exposedHeaders: [
           'x-request-id',
           'ratelimit',

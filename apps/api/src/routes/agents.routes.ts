@@ -17,7 +17,7 @@ import {
   verificationList,
 } from '@vouch/schemas';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
-import { answer, ok, responses } from '../http.ts';
+import { answer, bypassesCache, ok, responses } from '../http.ts';
 
 /** `/api/agents`: the registry, scores set by hand or in batches, owners, stored verifications. */
 export const agentsRoutes: FastifyPluginAsyncZod<{ services: Services }> = async (app, { services }) => {
@@ -51,7 +51,7 @@ export const agentsRoutes: FastifyPluginAsyncZod<{ services: Services }> = async
       params: agentParams,
       response: responses({ 200: agentScore }, [404]),
     },
-    handler: async (req) => ok(await services.agents.getScore(req.params.address)),
+    handler: async (req) => ok(await services.agents.getScore(req.params.address, { fresh: bypassesCache(req) })),
   });
 
   app.get('/api/agents/:address/score-history', {

@@ -1,7 +1,7 @@
 import type { Services } from '@vouch/core';
 import { agentParams, amountBody, budget, budgetCheck, setBudgetBody, spendResult } from '@vouch/schemas';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
-import { ok, responses } from '../http.ts';
+import { bypassesCache, ok, responses } from '../http.ts';
 import { idempotencyHeaders, idempotent } from '../idempotency.ts';
 
 /** `/api/budgets`: limits, checks and atomic spends. */
@@ -40,7 +40,8 @@ export const budgetsRoutes: FastifyPluginAsyncZod<{ services: Services }> = asyn
       body: amountBody,
       response: responses({ 200: budgetCheck }, [404, 413, 415]),
     },
-    handler: async (req) => ok(await services.budgets.check(req.params.address, req.body.amount)),
+    handler: async (req) =>
+      ok(await services.budgets.check(req.params.address, req.body.amount, { fresh: bypassesCache(req) })),
   });
 
   app.post('/api/budgets/:address/spend', {
@@ -54,8 +55,8 @@ export const budgetsRoutes: FastifyPluginAsyncZod<{ services: Services }> = asyn
       response: responses({ 200: spendResult }, [404, 409, 413, 415, 422]),
     },
     handler: async (req, reply) =>
-      idempotent(services, req, reply, (executor) =>
-        services.budgets.spend(req.params.address, req.body.amount, executor),
+      idempotent(services, req, reply, (executor, afterCommit) =>
+        services.budgets.spend(req.params.address, req.body.amount, executor, afterCommit),
       ),
   });
 };

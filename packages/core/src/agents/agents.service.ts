@@ -86,10 +86,13 @@ export function createAgentsService({ db, clock, cache }: AgentsDeps) {
       return toAgent(row);
     },
 
-    /** The stored score: the hottest read, served from the read cache when there is one. */
-    async getScore(address: string) {
+    /**
+     * The stored score: the hottest read, served from the read cache when there is one, unless
+     * `fresh` (the caller sent `Cache-Control: no-cache`).
+     */
+    async getScore(address: string, options: { fresh?: boolean } = {}) {
       const load = async () => (await repo.findScore(db, address)) ?? null;
-      const score = cache ? await cache.read('agents', address, load) : await load();
+      const score = cache && !options.fresh ? await cache.read('agents', address, load) : await load();
       if (score === null) throw new AgentNotFoundError(address);
       return { score, grade: gradeFor(score), color: colorFor(score) };
     },
@@ -102,6 +105,7 @@ export function createAgentsService({ db, clock, cache }: AgentsDeps) {
         now: clock(),
       });
       if (!row) throw new AgentAlreadyRegisteredError(input.address);
+      cache?.invalidate('agents', input.address); // a "not found" may be cached
       const full = await repo.findAgentWithActivity(db, input.address);
       return toAgent(full ?? { ...row, transaction_count: 0, total_volume: '0' });
     },
@@ -132,6 +136,8 @@ export function createAgentsService({ db, clock, cache }: AgentsDeps) {
         if (!row.is_registered) throw new AgentNotRegisteredError(address);
         throw new Error(`score write for ${address} matched no row`);
       }
+      // Read your own write: this process's cached score goes before the answer does.
+      cache?.invalidate('agents', address);
       return {
         address,
         previousScore: written.old_score,

@@ -45,12 +45,12 @@ interface CachedBudget {
 
 export function createBudgetsService({ db, clock, cache }: BudgetsDeps) {
   /** The budget row and its parsed state (or null), through the read cache when there is one. */
-  const budgetOf = (address: string): Promise<CachedBudget | null> => {
+  const budgetOf = (address: string, fresh = false): Promise<CachedBudget | null> => {
     const load = async () => {
       const row = await repo.findBudget(db, address);
       return row ? { row, state: toState(row) } : null;
     };
-    return cache ? cache.read('budgets', address, load) : load();
+    return cache && !fresh ? cache.read('budgets', address, load) : load();
   };
 
   function toBudget(row: BudgetRow, now: Date): Budget {
@@ -109,13 +109,15 @@ export function createBudgetsService({ db, clock, cache }: BudgetsDeps) {
           { day: dayStart(now), month: monthStart(now), now },
         );
       }
+      // Read your own write: the next check in this process sees the new limits.
+      cache?.invalidate('budgets', address);
       return toBudget(row, now);
     },
 
-    /** Advisory: would this amount be allowed now? Changes nothing. */
-    async check(address: string, amount: string): Promise<BudgetCheck> {
+    /** Advisory: would this amount be allowed now? Changes nothing. `fresh` bypasses the read cache. */
+    async check(address: string, amount: string, options: { fresh?: boolean } = {}): Promise<BudgetCheck> {
       const now = clock();
-      const budget = await budgetOf(address);
+      const budget = await budgetOf(address, options.fresh);
       if (!budget) {
         if (!(await findAgent(db, address))) throw new AgentNotFoundError(address);
         return {
@@ -143,9 +145,15 @@ export function createBudgetsService({ db, clock, cache }: BudgetsDeps) {
     /**
      * Debits the budget if every limit holds, atomically. A refusal debits nothing,
      * stays in the ledger, and is thrown as BUDGET_EXCEEDED. `executor` lets an
-     * idempotent request run the spend inside its own transaction.
+     * idempotent request run the spend inside its own transaction, and `afterCommit` run what
+     * must follow that commit.
      */
-    async spend(address: string, amount: string, executor: Kysely<DB> = db): Promise<SpendResult> {
+    async spend(
+      address: string,
+      amount: string,
+      executor: Kysely<DB> = db,
+      afterCommit: (effect: () => void) => void = (effect) => effect(),
+    ): Promise<SpendResult> {
       const now = clock();
       const row = await repo.spend(executor, {
         agent: address,
@@ -158,6 +166,9 @@ export function createBudgetsService({ db, clock, cache }: BudgetsDeps) {
         await requireRegistered(executor, address);
         throw new BudgetNotSetError(address);
       }
+      // The counters changed: this process's next check must not see the old ones. Inside an
+      // idempotent request the row is dropped once that transaction has committed.
+      afterCommit(() => cache?.invalidate('budgets', address));
       const dailyRemaining = BigInt(row.daily_limit) - BigInt(row.daily_spent);
       const monthlyRemaining = BigInt(row.monthly_limit) - BigInt(row.monthly_spent);
       const result: SpendResult = {

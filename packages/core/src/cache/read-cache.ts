@@ -12,6 +12,12 @@ export type CacheSpace = 'agents' | 'budgets';
 export interface ReadCache {
   /** Reads through the cache: `load` runs on a miss, and its result is kept unless a change raced it. */
   read<T>(space: CacheSpace, key: string, load: () => Promise<T>): Promise<T>;
+  /**
+   * Drops an entry (or, with `*`, a whole space) now: a write of this process calls it after
+   * its commit and before it answers, so the next read here sees the write without waiting for
+   * the notification. Other processes learn of it from the notification.
+   */
+  invalidate(space: CacheSpace, key: string): void;
   readonly active: boolean;
   size(): number;
   close(): Promise<void>;
@@ -31,15 +37,21 @@ export async function createReadCache(database: Database, options: { maxEntries?
   // Bumped by every invalidation: a load that saw an older epoch must not be stored.
   let epoch = 0;
 
+  const invalidate = (space: CacheSpace, key: string) => {
+    epoch++;
+    if (key === '*') spaces[space].clear();
+    else spaces[space].delete(key);
+  };
+
   const listening = await database.listen(CACHE_CHANNEL, {
     onNotify(payload) {
-      epoch++;
       const separator = payload.indexOf(':');
       const space = payload.slice(0, separator);
-      if (space !== 'agents' && space !== 'budgets') return;
-      const key = payload.slice(separator + 1);
-      if (key === '*') spaces[space].clear();
-      else spaces[space].delete(key);
+      if (space !== 'agents' && space !== 'budgets') {
+        epoch++;
+        return;
+      }
+      invalidate(space, payload.slice(separator + 1));
     },
     onReady() {
       epoch++;
@@ -74,6 +86,7 @@ export async function createReadCache(database: Database, options: { maxEntries?
       }
       return value;
     },
+    invalidate,
     size: () => spaces.agents.size + spaces.budgets.size,
     close: () => listening.close(),
   };
