@@ -21,6 +21,10 @@ export interface AppDeps extends EdgeDeps {
   bodyLimit?: number;
   /** BullMQ queues to show at /admin/queues (none with the in-process runner). */
   queues?: Queue[];
+  /** A request must arrive within this long (default 30 s): a body that never comes is answered 408. */
+  requestTimeoutMs?: number;
+  /** An idle connection is closed after this long (default 120 s). */
+  connectionTimeoutMs?: number;
   /** Write the answers of one event-loop turn together (default on; plugins/coalesce-writes.ts). */
   coalesceWrites?: boolean;
 }
@@ -32,6 +36,14 @@ export async function buildApp(deps: AppDeps) {
   const app = Fastify({
     ...(deps.logger ? { loggerInstance: deps.logger } : { logger: false }),
     bodyLimit: deps.bodyLimit ?? 1024 * 1024,
+    requestTimeout: deps.requestTimeoutMs ?? 30_000,
+    connectionTimeout: deps.connectionTimeoutMs ?? 120_000,
+    // Given to Node's server at creation too: Node then enforces it (with a headers timeout no
+    // longer than it), and looks for requests past it every second instead of every 30 s.
+    http: {
+      requestTimeout: deps.requestTimeoutMs ?? 30_000,
+      connectionsCheckingInterval: Math.min(1000, deps.requestTimeoutMs ?? 30_000),
+    },
     trustProxy: deps.trustProxy ? deps.trustProxy.split(',').map((s) => s.trim()) : false,
     requestIdHeader: false,
     genReqId: (req) => {
@@ -88,6 +100,8 @@ export function appDeps(runtime: Runtime, overrides: Partial<AppDeps> = {}): App
     logger: runtime.logger,
     trustProxy: config.TRUST_PROXY,
     bodyLimit: config.BODY_LIMIT_BYTES,
+    requestTimeoutMs: config.HTTP_REQUEST_TIMEOUT_MS,
+    connectionTimeoutMs: config.HTTP_CONNECTION_TIMEOUT_MS,
     coalesceWrites: config.COALESCE_WRITES,
     ...edgeDeps(config),
     ...overrides,

@@ -14,9 +14,9 @@ beforeAll(async () => {
 afterAll(() => t.close());
 
 /** Sends `request` as is over a socket and returns the status and body of the answer. */
-function raw(request: string): Promise<{ status: number; body: string; text: string }> {
+function raw(request: string, to = port): Promise<{ status: number; body: string; text: string }> {
   return new Promise((resolve, reject) => {
-    const socket = net.connect(port, '127.0.0.1', () => socket.write(request));
+    const socket = net.connect(to, '127.0.0.1', () => socket.write(request));
     let text = '';
     socket.on('data', (chunk) => {
       text += chunk;
@@ -50,6 +50,22 @@ describe('requests refused before any route', () => {
       expect(res.status).toBe(431);
       expect(failureEnvelope.parse(JSON.parse(res.body)).error.code).toBe('HEADERS_TOO_LARGE');
       expect(res.text).not.toContain(SECRET_PATH);
+    }
+  });
+
+  it('answers a request whose body never arrives 408 in the envelope and closes it', async () => {
+    const slow = await createTestApp({ edge: { requestTimeoutMs: 300 } });
+    try {
+      await slow.app.listen({ port: 0, host: '127.0.0.1' });
+      const slowPort = (slow.app.server.address() as AddressInfo).port;
+      const res = await raw(
+        'POST /api/agents/register HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{"addr',
+        slowPort,
+      );
+      expect(res.status).toBe(408);
+      expect(failureEnvelope.parse(JSON.parse(res.body)).error.code).toBe('REQUEST_TIMEOUT');
+    } finally {
+      await slow.close();
     }
   });
 

@@ -125,6 +125,10 @@ const apiEnv = {
   HOST: z.string().default('127.0.0.1'),
   TRUST_PROXY: trustProxy,
   BODY_LIMIT_BYTES: positiveInt(1024 * 1024),
+  /** A request (headers and body) must arrive within this long, or it is answered 408 and closed. */
+  HTTP_REQUEST_TIMEOUT_MS: positiveInt(30_000),
+  /** A connection with no traffic for this long is closed. */
+  HTTP_CONNECTION_TIMEOUT_MS: positiveInt(120_000),
   /** `all` (npm start): with REDIS_URL also runs a worker in this process; `api`: the API alone. */
   VOUCH_ROLE: z.enum(['all', 'api']).default('all'),
   /** Keep scores and budget rows in a per-process cache invalidated by database notifications. */
