@@ -158,6 +158,31 @@ describe('the OpenAPI document', () => {
   });
 });
 
+describe('serving the document', () => {
+  it('serializes it once: later requests send the same text without building it again', async () => {
+    const first = {
+      json: (await t.app.inject({ method: 'GET', url: '/openapi.json' })).body,
+      ui: (await t.app.inject({ method: 'GET', url: '/docs/json' })).body,
+      yaml: await t.app.inject({ method: 'GET', url: '/docs/yaml' }),
+    };
+    expect(first.yaml.headers['content-type']).toMatch(/yaml/);
+    expect(first.yaml.body).toContain('openapi: 3.1.0');
+    expect(JSON.parse(first.ui)).toEqual(JSON.parse(first.json));
+    // A change to the document object after the first requests shows whether a request
+    // serializes it again: none may.
+    const built = t.app.openapiDocument() as { info: { title: string } };
+    const title = built.info.title;
+    built.info.title = 'changed after serializing';
+    try {
+      expect((await t.app.inject({ method: 'GET', url: '/openapi.json' })).body).toBe(first.json);
+      expect((await t.app.inject({ method: 'GET', url: '/docs/json' })).body).toBe(first.ui);
+      expect((await t.app.inject({ method: 'GET', url: '/docs/yaml' })).body).toBe(first.yaml.body);
+    } finally {
+      built.info.title = title;
+    }
+  });
+});
+
 describe('the docs UI', () => {
   it('serves Swagger UI at /docs with its own assets and the same document', async () => {
     const page = await t.app.inject({ method: 'GET', url: '/docs' });

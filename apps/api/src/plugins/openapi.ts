@@ -4,6 +4,7 @@ import type { ApiKeyScope, ErrorCode } from '@vouch/schemas';
 import type { FastifyInstance } from 'fastify';
 import fp from 'fastify-plugin';
 import { jsonSchemaTransform, jsonSchemaTransformObject } from 'fastify-type-provider-zod';
+import { stringify as stringifyYaml } from 'yaml';
 import type { RateBucket } from '../rate-limiter.ts';
 
 export interface OpenapiOptions {
@@ -16,6 +17,8 @@ declare module 'fastify' {
   interface FastifyInstance {
     /** The OpenAPI 3.1 document of every route (built once, on first use). */
     openapiDocument(): Record<string, unknown>;
+    /** The same document as JSON or YAML text, serialized once: served as is on every request. */
+    openapiText(format: 'json' | 'yaml'): string;
   }
 }
 
@@ -276,11 +279,31 @@ export const openapiPlugin = fp(
       return finished;
     });
 
+    // Serializing the document is the expensive part (YAML especially): once per process.
+    const texts: Partial<Record<'json' | 'yaml', string>> = {};
+    app.decorate('openapiText', (format: 'json' | 'yaml') => {
+      texts[format] ??=
+        format === 'json' ? JSON.stringify(app.openapiDocument()) : stringifyYaml(app.openapiDocument());
+      return texts[format];
+    });
+    const served: Record<string, ['json' | 'yaml', string]> = {
+      '/docs/json': ['json', 'application/json; charset=utf-8'],
+      '/docs/yaml': ['yaml', 'application/x-yaml'],
+    };
+
     await app.register(swaggerUi, {
       routePrefix: '/docs',
       uiConfig: { deepLinking: true, displayOperationId: true, defaultModelsExpandDepth: 0 },
       transformSpecification: () => app.openapiDocument(),
       transformSpecificationClone: false,
+      // The UI's own /docs/json and /docs/yaml would serialize the document on every request.
+      uiHooks: {
+        onRequest: (request, reply, done) => {
+          const text = served[request.routeOptions.url ?? ''];
+          if (!text) return done();
+          reply.type(text[1]).send(app.openapiText(text[0]));
+        },
+      },
     });
   },
   { name: 'vouch-openapi' },

@@ -80,6 +80,8 @@ export const operationsRoutes: FastifyPluginAsyncZod<{ metrics: Metrics; checks:
       summary: 'This OpenAPI 3.1 document (the docs UI is at /docs)',
       response: { 200: z.record(z.string(), z.unknown()) },
     },
-    handler: async () => app.openapiDocument(),
+    // Text serialized once (plugins/openapi.ts); Fastify sends a string as it is.
+    handler: async (_req, reply) =>
+      reply.type('application/json; charset=utf-8').send(app.openapiText('json') as unknown as Record<string, unknown>),
   });
 };
