@@ -5,6 +5,7 @@ import {
   checkApiConfig,
   loadConfig,
   queueConcurrency,
+  secretBits,
   queueNames,
   workerQueues,
 } from './index.ts';
@@ -91,6 +92,28 @@ describe('loadConfig', () => {
     expect(config.RATE_LIMIT).toBe(true);
     expect(config.CORS_ORIGINS).toBeUndefined();
     expect(queueConcurrency(config).scores).toBe(4);
+  });
+});
+
+describe('the admin key in production', () => {
+  it('must be as strong as 128 random bits and use at least 10 different characters', () => {
+    const production = (key: string) => problem({ NODE_ENV: 'production', ADMIN_API_KEY: key });
+    for (const weak of [
+      'aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa',
+      'abababababababababababababababab',
+      'password-password-1',
+      '0123456789012345678901234567',
+    ]) {
+      expect(production(weak)).toMatch(/^invalid configuration: ADMIN_API_KEY: too guessable for production/);
+      expect(production(weak)).not.toContain(weak);
+    }
+    // 32 hex digits (128 bits), 22 base64url characters (132 bits): accepted.
+    for (const strong of ['9f86d081884c7d659a2feaa0c55ad015', 'Xq3_vT9kLm2PzR8wYb4NcA']) {
+      expect(() => checkApiConfig(loadConfig({ NODE_ENV: 'production', ADMIN_API_KEY: strong }))).not.toThrow();
+    }
+    // Outside production a short test key is fine.
+    expect(() => checkApiConfig(loadConfig({ AUTH: 'on', ADMIN_API_KEY: 'a-test-key-0123456' }))).not.toThrow();
+    expect(secretBits('9f86d081884c7d659a2feaa0c55ad015')).toBe(32 * Math.log2(36));
   });
 });
 

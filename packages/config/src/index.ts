@@ -193,6 +193,36 @@ export function checkApiConfig(config: Config): void {
       `invalid configuration: ADMIN_API_KEY: required when AUTH is on${why}; set it to a secret of at least 16 characters, or set AUTH=off explicitly`,
     );
   }
+  if (config.NODE_ENV === 'production' && config.ADMIN_API_KEY) {
+    const bits = secretBits(config.ADMIN_API_KEY);
+    if (bits < MIN_ADMIN_KEY_BITS) {
+      throw new ConfigError(
+        `invalid configuration: ADMIN_API_KEY: too guessable for production (about ${Math.floor(bits)} bits, at least ${MIN_ADMIN_KEY_BITS} needed); use a random secret such as the output of \`openssl rand -hex 32\``,
+      );
+    }
+  }
+}
+
+/** What an admin key must be worth in production: as much as 32 random hex digits. */
+const MIN_ADMIN_KEY_BITS = 128;
+/** And how many different characters it must use at least (`aaaa…` or `abab…` are not secrets). */
+const MIN_ADMIN_KEY_DISTINCT = 10;
+
+/**
+ * A secret's strength as a random string would have it: its length times log2 of the alphabet
+ * its character classes span (lowercase 26, uppercase 26, digits 10, others 33); 0 when it uses
+ * fewer than MIN_ADMIN_KEY_DISTINCT different characters. An upper bound for a chosen phrase.
+ */
+export function secretBits(secret: string): number {
+  if (new Set(secret).size < MIN_ADMIN_KEY_DISTINCT) return 0;
+  const classes: Array<[RegExp, number]> = [
+    [/[a-z]/, 26],
+    [/[A-Z]/, 26],
+    [/[0-9]/, 10],
+    [/[^a-zA-Z0-9]/, 33],
+  ];
+  const alphabet = classes.reduce((n, [re, size]) => (re.test(secret) ? n + size : n), 0);
+  return secret.length * Math.log2(alphabet);
 }
 
 /** Jobs of each queue one process runs at once. */
