@@ -88,6 +88,7 @@ describe('the budget rule: SQL and model agree', () => {
         });
         const windows = windowsAt(clock.now);
         let model: BudgetState = {
+          sanctioned: false,
           dailyLimit: first.daily,
           monthlyLimit: first.monthly,
           perTxLimit: first.perTx ?? first.daily,

@@ -1,5 +1,5 @@
 export type { Insertable, Kysely, Selectable, Transaction } from 'kysely';
-export { sql } from 'kysely';
+export { type RawBuilder, sql } from 'kysely';
 export {
   createDatabase,
   type Database,

@@ -30,7 +30,9 @@ export const budget = z
   .meta({ id: 'Budget' });
 export type Budget = z.infer<typeof budget>;
 
-export const refusalReason = z.enum(['PER_TX_LIMIT', 'DAILY_LIMIT', 'MONTHLY_LIMIT', 'NO_BUDGET']);
+export const refusalReason = z
+  .enum(['SANCTIONED', 'PER_TX_LIMIT', 'DAILY_LIMIT', 'MONTHLY_LIMIT', 'NO_BUDGET'])
+  .meta({ description: 'SANCTIONED: the agent or its owner is on the active sanctions list; checked first' });
 export type RefusalReason = z.infer<typeof refusalReason>;
 
 export const budgetCheck = z

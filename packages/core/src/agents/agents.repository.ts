@@ -96,7 +96,10 @@ export async function changeOwner(db: Executor, address: string, owner: string, 
     .where('is_registered', '=', true)
     .where((eb) => eb.or([eb('owner', 'is', null), eb('owner', '!=', owner)]))
     .executeTakeFirst();
-  return result.numUpdatedRows > 0n;
+  if (result.numUpdatedRows === 0n) return false;
+  // A cached budget row carries whether the agent or its owner is sanctioned: drop it at commit.
+  await sql`SELECT pg_notify('vouch_cache', ${`budgets:${address}`})`.execute(db);
+  return true;
 }
 
 export async function touchAgent(db: Executor, address: string, now: Date): Promise<void> {

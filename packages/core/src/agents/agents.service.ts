@@ -113,6 +113,7 @@ export function createAgentsService({ db, clock, cache }: AgentsDeps) {
     /** Changes a registered agent's owner; the time of the change feeds ownershipStability. */
     async setOwner(address: string, owner: string): Promise<Agent> {
       const changed = await repo.changeOwner(db, address, owner, clock());
+      if (changed) cache?.invalidate('budgets', address); // whether a spend is allowed may have changed
       if (!changed) {
         const row = await requireKnown(address);
         if (!row.is_registered) throw new AgentNotRegisteredError(address);

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import {
+  applySpend,
   type BudgetState,
   currentSpent,
   dayStart,
@@ -94,6 +95,7 @@ const now = d('2027-03-15T12:00:00.000Z');
 
 function state(overrides: Partial<BudgetState> = {}): BudgetState {
   return {
+    sanctioned: false,
     perTxLimit: 100n,
     dailyLimit: 500n,
     monthlyLimit: 2000n,
@@ -172,6 +174,12 @@ describe('currentSpent', () => {
 });
 
 describe('evaluateSpend', () => {
+  it('refuses anything for a sanctioned agent, before any limit', () => {
+    const e = evaluateSpend(state({ sanctioned: true }), 1n, now);
+    expect([e.allowed, e.reason, e.dailyRemaining]).toEqual([false, 'SANCTIONED', 500n]);
+    expect(applySpend(state({ sanctioned: true }), 1n, now).next.dailySpent).toBe(0n);
+  });
+
   it('allows a spend within every limit and reports spent/remaining', () => {
     const e = evaluateSpend(state({ dailySpent: 100n, monthlySpent: 300n }), 50n, now);
     expect(e).toEqual({

@@ -1,6 +1,6 @@
 /** Budget rules: calendar windows in UTC and the evaluation of one prospective spend. */
 
-export type RefusalReason = 'PER_TX_LIMIT' | 'DAILY_LIMIT' | 'MONTHLY_LIMIT' | 'NO_BUDGET';
+export type RefusalReason = 'SANCTIONED' | 'PER_TX_LIMIT' | 'DAILY_LIMIT' | 'MONTHLY_LIMIT' | 'NO_BUDGET';
 
 /** The UTC day and month containing an instant, and when each ends, in epoch milliseconds. */
 export interface Windows {
@@ -43,6 +43,8 @@ export interface BudgetState {
   /** Start of the window `dailySpent` belongs to. */
   dayStart: Date;
   monthStart: Date;
+  /** The agent or its owner is on the active sanctions list: nothing may be spent. */
+  sanctioned: boolean;
 }
 
 /**
@@ -69,11 +71,12 @@ export interface Evaluation {
   monthlyRemaining: bigint;
 }
 
-/** Whether `amount` may be spent now; the first limit that fails is the reason. */
+/** Whether `amount` may be spent now; a sanctioned agent never, else the first limit that fails is the reason. */
 export function evaluateSpend(state: BudgetState, amount: bigint, now: Date): Evaluation {
   const spent = currentSpent(state, now);
   let reason: RefusalReason | null = null;
-  if (amount > state.perTxLimit) reason = 'PER_TX_LIMIT';
+  if (state.sanctioned) reason = 'SANCTIONED';
+  else if (amount > state.perTxLimit) reason = 'PER_TX_LIMIT';
   else if (spent.daily + amount > state.dailyLimit) reason = 'DAILY_LIMIT';
   else if (spent.monthly + amount > state.monthlyLimit) reason = 'MONTHLY_LIMIT';
   return {

@@ -1,9 +1,24 @@
-import { type BudgetRow, type DB, type Kysely, sql } from '@vouch/db';
+import { type BudgetRow, type DB, type Kysely, type RawBuilder, sql } from '@vouch/db';
 
 type Executor = Kysely<DB>;
 
-export function findBudget(db: Executor, agent: string): Promise<BudgetRow | undefined> {
-  return db.selectFrom('budgets').selectAll().where('agent', '=', agent).executeTakeFirst();
+export type BudgetWithStanding = BudgetRow & { sanctioned: boolean };
+
+/** SQL condition: the agent (an address, or a column holding it) or its owner is on the active sanctions list. */
+const agentOrOwnerSanctioned = (agent: string | RawBuilder<unknown>) => sql<boolean>`EXISTS (
+  SELECT 1 FROM agents a
+  JOIN sanctions_snapshots ss ON ss.is_active
+  JOIN sanctions_entries se ON se.snapshot_id = ss.id AND se.address IN (a.address, a.owner)
+  WHERE a.address = ${agent})`;
+
+/** The budget row, and whether the agent or its owner is sanctioned (which refuses every spend). */
+export function findBudget(db: Executor, agent: string): Promise<BudgetWithStanding | undefined> {
+  return db
+    .selectFrom('budgets')
+    .selectAll()
+    .select(agentOrOwnerSanctioned(sql.ref('budgets.agent')).as('sanctioned'))
+    .where('agent', '=', agent)
+    .executeTakeFirst();
 }
 
 export interface LimitsPatch {
@@ -77,13 +92,17 @@ export async function spend(
   const daily = sql`(CASE WHEN b.day_start >= ${v.day} THEN b.daily_spent ELSE 0 END)`;
   const monthly = sql`(CASE WHEN b.month_start >= ${v.month} THEN b.monthly_spent ELSE 0 END)`;
   const refusal = sql`(CASE
+      WHEN standing.sanctioned THEN 'SANCTIONED'
       WHEN ${amount} > b.per_tx_limit THEN 'PER_TX_LIMIT'
       WHEN ${daily} + ${amount} > b.daily_limit THEN 'DAILY_LIMIT'
       WHEN ${monthly} + ${amount} > b.monthly_limit THEN 'MONTHLY_LIMIT'
     END)`;
   const debit = sql`(CASE WHEN ${refusal} IS NULL THEN ${amount} ELSE 0 END)`;
   const result = await sql<SpendRow>`
-    WITH upd AS (
+    WITH standing AS (
+      -- Evaluated once: the agent or its owner on the active sanctions list refuses the spend.
+      SELECT ${agentOrOwnerSanctioned(v.agent)} AS sanctioned
+    ), upd AS (
       UPDATE budgets AS b SET
         daily_spent = ${daily} + ${debit},
         monthly_spent = ${monthly} + ${debit},
@@ -91,6 +110,7 @@ export async function spend(
         day_start = GREATEST(b.day_start, ${v.day}),
         month_start = GREATEST(b.month_start, ${v.month}),
         updated_at = ${v.now}
+      FROM standing
       WHERE b.agent = ${v.agent}
       RETURNING b.*
     ), ledger AS (

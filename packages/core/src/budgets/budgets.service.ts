@@ -12,6 +12,7 @@ import {
   ValidationError,
 } from '../shared/errors.ts';
 import { type BudgetState, dayStart, evaluateSpend, monthStart, windowsAt } from './budgets.model.ts';
+import type { BudgetWithStanding } from './budgets.repository.ts';
 import * as repo from './budgets.repository.ts';
 
 export interface BudgetsDeps {
@@ -20,8 +21,9 @@ export interface BudgetsDeps {
   cache?: ReadCache | undefined;
 }
 
-function toState(row: BudgetRow): BudgetState {
+function toState(row: BudgetWithStanding): BudgetState {
   return {
+    sanctioned: row.sanctioned,
     dailyLimit: BigInt(row.daily_limit),
     monthlyLimit: BigInt(row.monthly_limit),
     perTxLimit: BigInt(row.per_tx_limit),
@@ -54,7 +56,8 @@ export function createBudgetsService({ db, clock, cache }: BudgetsDeps) {
   };
 
   function toBudget(row: BudgetRow, now: Date): Budget {
-    const state = toState(row);
+    // The figures of the limits and windows; whether a spend is allowed is the check's answer.
+    const state = toState({ ...row, sanctioned: false });
     const evaluation = evaluateSpend(state, 0n, now);
     return {
       dailyLimit: row.daily_limit,

@@ -57,6 +57,8 @@ export async function insertSnapshot(
 export async function activate(db: Executor, snapshotId: string): Promise<void> {
   await db.updateTable('sanctions_snapshots').set({ is_active: false }).where('is_active', '=', true).execute();
   await db.updateTable('sanctions_snapshots').set({ is_active: true }).where('id', '=', snapshotId).execute();
+  // Cached budget rows carry whether their agent is sanctioned: every replica drops them at commit.
+  await sql`SELECT pg_notify('vouch_cache', 'budgets:*')`.execute(db);
 }
 
 export interface Screening {

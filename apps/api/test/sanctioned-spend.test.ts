@@ -1,0 +1,79 @@
+import { readFile } from 'node:fs/promises';
+import { budgetCheck, failureEnvelope, successEnvelope } from '@vouch/schemas';
+import { createAgent, createAgentWithBudget, createTestApp, post, type TestContext } from '@vouch/testkit';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+
+// On the bundled OFAC list (the ETH list).
+const LISTED = '0x098b716b8aaf21512996dc57eb0615e2383e2f96';
+const limits = { dailyLimit: '1000', monthlyLimit: '10000' };
+
+let t: TestContext;
+beforeAll(async () => {
+  t = await createTestApp({ cache: true });
+});
+afterAll(() => t.close());
+
+async function ledger(agent: string) {
+  return t.database.db
+    .selectFrom('spends')
+    .select(['amount', 'accepted', 'reason'])
+    .where('agent', '=', agent)
+    .orderBy('id')
+    .execute();
+}
+
+async function expectRefused(agent: string) {
+  const check = successEnvelope(budgetCheck).parse(
+    (await post(t.app, `/api/budgets/${agent}/check`, { amount: '1' })).json(),
+  ).data;
+  expect([check.allowed, check.reason]).toEqual([false, 'SANCTIONED']);
+  const spend = await post(t.app, `/api/budgets/${agent}/spend`, { amount: '1' });
+  expect(spend.statusCode).toBe(422);
+  const body = failureEnvelope.parse(spend.json());
+  expect(body.error.code).toBe('BUDGET_EXCEEDED');
+  expect((body.error.details as { reason: string }).reason).toBe('SANCTIONED');
+}
+
+// A listed address may be registered and given a budget (screening a stranger is the point),
+// but nothing it — or an agent whose owner is listed — asks to spend is allowed.
+describe('spends and checks of a sanctioned agent', () => {
+  it('are refused with SANCTIONED for a listed agent, and the refused spend is in the ledger', async () => {
+    expect((await post(t.app, '/api/agents/register', { address: LISTED })).statusCode).toBe(201);
+    expect((await post(t.app, `/api/budgets/${LISTED}/set`, limits)).statusCode).toBe(200);
+    await expectRefused(LISTED);
+    expect(await ledger(LISTED)).toEqual([{ amount: '1', accepted: false, reason: 'SANCTIONED' }]);
+    const budget = (await t.app.inject({ method: 'GET', url: `/api/budgets/${LISTED}` })).json().data;
+    expect([budget.dailySpent, budget.monthlySpent]).toEqual(['0', '0']);
+  });
+
+  it('are refused for an agent whose owner is listed', async () => {
+    const agent = await createAgent(t.app, { owner: LISTED });
+    expect((await post(t.app, `/api/budgets/${agent}/set`, limits)).statusCode).toBe(200);
+    await expectRefused(agent);
+  });
+
+  it('are refused from the moment the owner becomes a listed address, and allowed again after', async () => {
+    const agent = await createAgentWithBudget(t.app, limits);
+    // Cached as allowed first.
+    expect((await post(t.app, `/api/budgets/${agent}/check`, { amount: '1' })).json().data.allowed).toBe(true);
+    expect((await post(t.app, `/api/agents/${agent}/owner`, { owner: LISTED })).statusCode).toBe(200);
+    await expectRefused(agent);
+    const clean = `0x${'12'.repeat(20)}`;
+    expect((await post(t.app, `/api/agents/${agent}/owner`, { owner: clean })).statusCode).toBe(200);
+    expect((await post(t.app, `/api/budgets/${agent}/spend`, { amount: '1' })).statusCode).toBe(200);
+  });
+
+  it('are refused once a list import names the agent, on every replica through the notification', async () => {
+    const agent = '0x1111111111111111111111111111111111111111'; // named by the small fixture list
+    expect((await post(t.app, '/api/agents/register', { address: agent })).statusCode).toBe(201);
+    expect((await post(t.app, `/api/budgets/${agent}/set`, limits)).statusCode).toBe(200);
+    // Cached as allowed.
+    expect((await post(t.app, `/api/budgets/${agent}/check`, { amount: '1' })).json().data.allowed).toBe(true);
+    const xml = await readFile(new URL('../../../test/fixtures/sdn_advanced_small.xml', import.meta.url), 'utf8');
+    await t.services.sanctions.importXml(xml, '2026-11-03');
+    await expect
+      .poll(async () => (await post(t.app, `/api/budgets/${agent}/check`, { amount: '1' })).json().data.reason)
+      .toBe('SANCTIONED');
+    await expectRefused(agent);
+  });
+});
