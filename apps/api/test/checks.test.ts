@@ -228,7 +228,7 @@ describe('importing a new OFAC snapshot', () => {
       expect((await get(ctx.app, `/api/agents/${delisted}/score`)).json().data.score).toBe(0);
 
       const xml = readFileSync(new URL('../../../test/fixtures/sdn_advanced_small.xml', import.meta.url), 'utf8');
-      const result = await ctx.services.sanctions.importXml(xml);
+      const result = await ctx.services.sanctions.importXml(xml, undefined, { force: true });
       expect(result).toMatchObject({ snapshotDate: '2026-11-03', entries: 3 });
       expect(result.added).toEqual([newlyListed, '0x2222222222222222222222222222222222222222']);
       expect(result.removed).toHaveLength(155);

@@ -70,7 +70,7 @@ describe('spends and checks of a sanctioned agent', () => {
     // Cached as allowed.
     expect((await post(t.app, `/api/budgets/${agent}/check`, { amount: '1' })).json().data.allowed).toBe(true);
     const xml = await readFile(new URL('../../../test/fixtures/sdn_advanced_small.xml', import.meta.url), 'utf8');
-    await t.services.sanctions.importXml(xml, '2026-11-03');
+    await t.services.sanctions.importXml(xml, '2026-11-03', { force: true });
     await expect
       .poll(async () => (await post(t.app, `/api/budgets/${agent}/check`, { amount: '1' })).json().data.reason)
       .toBe('SANCTIONED');

@@ -11,15 +11,31 @@ describe.runIf(inject('testDbMode') === 'postgres')('npm run sanctions:import', 
   });
   afterAll(() => database?.close());
 
-  const run = (args: string[]) =>
-    spawnSync('npm', ['run', '--silent', 'sanctions:import', '--', ...args], {
+  const run = (args: string[], script = 'sanctions:import') =>
+    spawnSync('npm', ['run', '--silent', script, '--', ...args], {
       cwd: new URL('../../../', import.meta.url).pathname,
       env: { ...process.env, DATABASE_URL: database.url },
       encoding: 'utf8',
     });
 
-  it('imports the XML as the active snapshot and prints what changed', async () => {
-    const result = run(['test/fixtures/sdn_advanced_small.xml']);
+  const active = async () => {
+    const runtime = await createTestRuntime(database, { loadSanctions: false });
+    const snapshot = await runtime.services.sanctions.activeSnapshot();
+    await runtime.close();
+    return snapshot;
+  };
+
+  it('refuses a list under half the active one, changing nothing, unless --force', async () => {
+    const refused = run(['test/fixtures/sdn_advanced_small.xml']);
+    expect(refused.status).toBe(1);
+    expect(refused.stderr.trim()).toBe(
+      "sanctions:import: failed: the new list names 3 addresses, fewer than half of the active list's 156; nothing was changed (--force activates it anyway)",
+    );
+    expect(await active()).toMatchObject({ snapshot_date: '2024-09-27', entries: 156 });
+  }, 60_000);
+
+  it('imports the XML as the active snapshot with --force and prints what changed', async () => {
+    const result = run(['test/fixtures/sdn_advanced_small.xml', '--force']);
     expect(result.status, result.stderr).toBe(0);
     const printed = JSON.parse(result.stdout);
     expect(printed).toMatchObject({ snapshotDate: '2026-11-03', entries: 3, changedAgents: [] });
@@ -27,10 +43,15 @@ describe.runIf(inject('testDbMode') === 'postgres')('npm run sanctions:import', 
       '0x1111111111111111111111111111111111111111',
       '0x2222222222222222222222222222222222222222',
     ]);
-    const runtime = await createTestRuntime(database, { loadSanctions: false });
-    const active = await runtime.services.sanctions.activeSnapshot();
-    await runtime.close();
-    expect(active).toMatchObject({ snapshot_date: '2026-11-03', entries: 3 });
+    expect(await active()).toMatchObject({ snapshot_date: '2026-11-03', entries: 3 });
+    expect(printed.contentHash).toMatch(/^[0-9a-f]{64}$/);
+  }, 60_000);
+
+  it('restores the bundled list with npm run sanctions:restore', async () => {
+    const result = run([], 'sanctions:restore');
+    expect(result.status, result.stderr).toBe(0);
+    expect(JSON.parse(result.stdout)).toMatchObject({ snapshotDate: '2024-09-27', entries: 156 });
+    expect(await active()).toMatchObject({ snapshot_date: '2024-09-27', entries: 156 });
   }, 60_000);
 
   it('refuses to run without a file', () => {

@@ -5,8 +5,8 @@ import {
   checkApiConfig,
   loadConfig,
   queueConcurrency,
-  secretBits,
   queueNames,
+  secretBits,
   workerQueues,
 } from './index.ts';
 

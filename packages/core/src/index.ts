@@ -21,11 +21,15 @@ export * from './sanctions/sanctions.model.ts';
 export {
   BUNDLED_SANCTIONS_DIR,
   BUNDLED_SNAPSHOT_DATE,
+  BUNDLED_SNAPSHOT_HASH,
   createSanctionsService,
   type ImportResult,
   readListDirectory,
   type SanctionsService,
+  type SanctionsSource,
   type ScreeningResult,
+  SnapshotRefusedError,
+  sourceOf,
 } from './sanctions/sanctions.service.ts';
 export * from './scores/scores.model.ts';
 export { type BatchEntry, createScoresService, type ScoresService } from './scores/scores.service.ts';

@@ -178,14 +178,16 @@ describe('verify', () => {
     expect((await screeningsOf([agent])).map((r) => r.address)).toEqual([agent, agent]);
   });
 
-  it('without an active snapshot nothing matches and the screenings name no snapshot', async () => {
+  it('without an active snapshot the screening does not pass, and the screenings name no snapshot', async () => {
     const agent = await insertAgent({ owner: USDT_ONLY, firstSeenDaysAgo: 5, score: 100 });
     await database.db.updateTable('sanctions_snapshots').set({ is_active: false }).execute();
     try {
       const { verify, executed } = verifier();
       const result = await verify(agent);
       expect(executed).toHaveLength(2);
-      expect(result.checks.sanctionsScreening).toBe(true);
+      // Could not screen is not clean: the check fails closed.
+      expect(result.checks.sanctionsScreening).toBe(false);
+      expect(result.sanctionsList).toBeNull();
       expect(await screeningsOf([agent, USDT_ONLY])).toEqual([
         expect.objectContaining({ address: agent, sanctioned: false, matched_lists: [], snapshot_id: null }),
         expect.objectContaining({ address: USDT_ONLY, sanctioned: false, matched_lists: [], snapshot_id: null }),

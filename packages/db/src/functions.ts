@@ -123,3 +123,36 @@ export const verificationFactsV1: Definition = {
     await sql`DROP FUNCTION IF EXISTS vouch_verification_facts(text, timestamptz)`.execute(db);
   },
 };
+
+/**
+ * v2 of what a verification reads: v1 and the active snapshot's content hash, so that every
+ * verification names exactly the list it screened against.
+ */
+export const verificationFactsV2: Definition = {
+  async create(db) {
+    await sql`
+    CREATE FUNCTION vouch_verification_facts(p_address text, p_since timestamptz)
+    RETURNS TABLE (
+      known boolean, is_registered boolean, owner text, owner_changed_at timestamptz,
+      first_seen_at timestamptz, score integer, recent_transactions integer,
+      snapshot_id bigint, snapshot_name text, snapshot_date text, snapshot_entries integer, snapshot_hash text,
+      address_lists text[], owner_lists text[]
+    )
+    LANGUAGE plpgsql STABLE AS $$
+    BEGIN
+      RETURN QUERY
+      SELECT a.address IS NOT NULL, a.is_registered, a.owner, a.owner_changed_at, a.first_seen_at, a.score,
+        (SELECT count(*)::int FROM transactions t WHERE t.agent = p_address AND t.occurred_at >= p_since),
+        ss.id, ss.name, ss.snapshot_date, ss.entries, ss.content_hash,
+        (SELECT e.lists FROM sanctions_entries e WHERE e.snapshot_id = ss.id AND e.address = p_address),
+        (SELECT e.lists FROM sanctions_entries e WHERE e.snapshot_id = ss.id AND e.address = a.owner)
+      FROM (SELECT 1) AS one
+      LEFT JOIN agents a ON a.address = p_address
+      LEFT JOIN (SELECT s.id, s.name, s.snapshot_date, s.entries, s.content_hash FROM sanctions_snapshots s WHERE s.is_active LIMIT 1) ss
+        ON true;
+    END $$`.execute(db);
+  },
+  async drop(db) {
+    await sql`DROP FUNCTION IF EXISTS vouch_verification_facts(text, timestamptz)`.execute(db);
+  },
+};

@@ -86,6 +86,8 @@ export interface VerificationsTable {
   grade: string;
   checks: Json;
   check_details: Json;
+  /** The sanctions list screened against (null for verifications before it was kept). */
+  sanctions_list: Json | null;
   created_at: Timestamp;
 }
 
@@ -94,6 +96,8 @@ export interface SanctionsSnapshotsTable {
   name: string;
   snapshot_date: string;
   entries: number;
+  /** SHA-256 of the content: one `address:list,list` line per address, in address order. */
+  content_hash: string | null;
   is_active: boolean;
   imported_at: CreatedAt;
 }

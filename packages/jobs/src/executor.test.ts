@@ -8,9 +8,10 @@ import { jobs, jobsByName } from './registry.ts';
 const ADDRESS = `0x${'a'.repeat(40)}`;
 const screening = {
   address: ADDRESS,
+  state: 'clear' as const,
   sanctioned: false,
   matchedLists: [],
-  source: { name: 'test', snapshotDate: '2026-01-01', entries: 1 },
+  source: { name: 'test', snapshotDate: '2026-01-01', entries: 1, contentHash: null },
   checkedAt: 1,
 };
 

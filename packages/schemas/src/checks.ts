@@ -19,6 +19,18 @@ export const checkKeys = [
 ] as const;
 const checkKey = z.enum(checkKeys);
 
+export const sanctionsSource = z
+  .object({
+    name: z.string(),
+    snapshotDate: z.string(),
+    entries: z.number().int(),
+    contentHash: z
+      .string()
+      .nullable()
+      .meta({ description: 'SHA-256 of the list: one `address:list,list` line per address, in address order' }),
+  })
+  .meta({ id: 'SanctionsList' });
+
 export const verificationResult = z
   .object({
     address: z.string(),
@@ -29,17 +41,21 @@ export const verificationResult = z
     checkDetails: z.record(checkKey, z.string()),
     passed: z.number().int(),
     total: z.number().int(),
+    sanctionsList: sanctionsSource.nullable().meta({
+      description: 'The sanctions list the address and its owner were screened against; null when none was active',
+    }),
     verifiedAt: unixSeconds,
   })
   .meta({ id: 'Verification' });
 
 export const verificationList = z.object({ verifications: z.array(verificationResult) });
 
-const sanctionsSource = z.object({ name: z.string(), snapshotDate: z.string(), entries: z.number().int() });
-
 export const screeningResult = z
   .object({
     address: z.string(),
+    state: z.enum(['listed', 'clear', 'list_unavailable']).meta({
+      description: 'list_unavailable: no sanctions list is active, so the address could not be screened (not a pass)',
+    }),
     sanctioned: z.boolean(),
     matchedLists: z.array(z.string()),
     source: sanctionsSource.nullable(),

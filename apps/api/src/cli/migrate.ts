@@ -21,5 +21,5 @@ try {
     await runtime.close();
   }
 } catch (error) {
-  exitOnStartupFailure(error, 'db:migrate');
+  exitOnStartupFailure(error, 'db:migrate', 'failed');
 }

@@ -1,28 +1,33 @@
-// `npm run sanctions:import -- <sdn_advanced.xml> [--date YYYY-MM-DD]`
+// `npm run sanctions:import -- <sdn_advanced.xml> [--date YYYY-MM-DD] [--force]`
 // Imports OFAC's advanced XML as a new snapshot and makes it the active one. Screening
 // reads the active snapshot from the database, so running services use it at once.
-// Prints what was added and removed and the registered agents whose status changed.
+// Prints what was added and removed and the registered agents whose status changed. A list that
+// names no address is refused, and one under half the active list's size unless --force.
 import { readFile } from 'node:fs/promises';
 import { parseArgs } from 'node:util';
 import { createRuntime, exitOnStartupFailure, loadConfig } from '@vouch/runtime';
 import pino from 'pino';
 
-const { values, positionals } = parseArgs({ allowPositionals: true, options: { date: { type: 'string' } } });
+const { values, positionals } = parseArgs({
+  allowPositionals: true,
+  options: { date: { type: 'string' }, force: { type: 'boolean', default: false } },
+});
 const file = positionals[0];
 if (!file || (values.date && !/^\d{4}-\d{2}-\d{2}$/.test(values.date))) {
-  console.error('usage: npm run sanctions:import -- <sdn_advanced.xml> [--date YYYY-MM-DD]');
+  console.error('usage: npm run sanctions:import -- <sdn_advanced.xml> [--date YYYY-MM-DD] [--force]');
   process.exit(2);
 }
 
 try {
   const runtime = await createRuntime(loadConfig(), { role: 'cli', logger: pino({ level: 'warn' }), migrate: true });
   try {
-    const result = await runtime.services.sanctions.importXml(await readFile(file, 'utf8'), values.date);
-    if (result.entries === 0) console.error('warning: the file names no EVM digital-currency address');
+    const result = await runtime.services.sanctions.importXml(await readFile(file, 'utf8'), values.date, {
+      force: values.force,
+    });
     console.log(JSON.stringify(result, null, 2));
   } finally {
     await runtime.close();
   }
 } catch (error) {
-  exitOnStartupFailure(error, 'sanctions:import');
+  exitOnStartupFailure(error, 'sanctions:import', 'failed');
 }

@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { XMLParser } from 'fast-xml-parser';
 
 const EVM_ADDRESS = /^0x[0-9a-fA-F]{40}$/;
@@ -16,6 +17,28 @@ export function evmAddressesOf(text: string): string[] {
  * The union of every list: each EVM address once (lowercase), with the lists that
  * name it, sorted. An address may be listed under several assets.
  */
+/**
+ * The SHA-256 of a snapshot's content: one `address:list,list` line per address, in address
+ * order (the lists sorted, as `unionLists` keeps them). The migration that added the column
+ * computes the same in SQL for snapshots imported before.
+ */
+export function contentHash(entries: Map<string, string[]>): string {
+  const lines = [...entries.keys()].sort().map((address) => `${address}:${(entries.get(address) ?? []).join(',')}\n`);
+  return createHash('sha256').update(lines.join('')).digest('hex');
+}
+
+/** An import that would leave the service screening against an empty or much smaller list. */
+export function shrinkProblem(entries: number, activeEntries: number | null): string | null {
+  if (entries === 0) return 'the new list names no address';
+  if (activeEntries !== null && entries < activeEntries * MIN_KEPT_SHARE) {
+    return `the new list names ${entries} addresses, fewer than half of the active list's ${activeEntries}`;
+  }
+  return null;
+}
+
+/** A new list must keep at least this share of the active list's size, unless forced. */
+const MIN_KEPT_SHARE = 0.5;
+
 export function unionLists(lists: Record<string, string[]>): Map<string, string[]> {
   const union = new Map<string, string[]>();
   for (const [list, addresses] of Object.entries(lists)) {

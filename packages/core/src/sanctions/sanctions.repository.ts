@@ -36,11 +36,17 @@ export async function addressesOf(db: Executor, snapshotId: string): Promise<str
 /** Stores a snapshot, inactive until activated. */
 export async function insertSnapshot(
   db: Executor,
-  v: { name: string; snapshotDate: string; entries: Map<string, string[]> },
+  v: { name: string; snapshotDate: string; entries: Map<string, string[]>; contentHash: string },
 ): Promise<string> {
   const snapshot = await db
     .insertInto('sanctions_snapshots')
-    .values({ name: v.name, snapshot_date: v.snapshotDate, entries: v.entries.size, is_active: false })
+    .values({
+      name: v.name,
+      snapshot_date: v.snapshotDate,
+      entries: v.entries.size,
+      content_hash: v.contentHash,
+      is_active: false,
+    })
     .returning('id')
     .executeTakeFirstOrThrow();
   const rows = [...v.entries].map(([address, lists]) => ({ snapshot_id: snapshot.id, address, lists }));

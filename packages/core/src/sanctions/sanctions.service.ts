@@ -4,7 +4,14 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { DB, Kysely } from '@vouch/db';
 import { type Clock, toUnixSeconds } from '../shared/clock.ts';
-import { diffSnapshots, evmAddressesOf, parseSdnAdvancedXml, unionLists } from './sanctions.model.ts';
+import {
+  contentHash,
+  diffSnapshots,
+  evmAddressesOf,
+  parseSdnAdvancedXml,
+  shrinkProblem,
+  unionLists,
+} from './sanctions.model.ts';
 import * as repo from './sanctions.repository.ts';
 
 /**
@@ -22,14 +29,45 @@ function findUp(from: string, target: string): string {
   }
 }
 export const BUNDLED_SNAPSHOT_DATE = '2024-09-27';
+/** The content hash of the bundled lists (`contentHash`); a test checks the files still give it. */
+export const BUNDLED_SNAPSHOT_HASH = '7a6214ff9851998d2bdd635f2d800276eea51c6c1476e66b2b768c51a61294a2';
 const SOURCE_NAME = 'OFAC SDN digital currency addresses';
+
+/** The list a screening used. */
+export interface SanctionsSource {
+  name: string;
+  snapshotDate: string;
+  entries: number;
+  contentHash: string | null;
+}
 
 export interface ScreeningResult {
   address: string;
+  /** `listed` or `clear` against the active list; `list_unavailable` when there is none (not a pass). */
+  state: 'listed' | 'clear' | 'list_unavailable';
   sanctioned: boolean;
   matchedLists: string[];
-  source: { name: string; snapshotDate: string; entries: number } | null;
+  source: SanctionsSource | null;
   checkedAt: number;
+}
+
+/** An import refused: it would leave screening against an empty or much smaller list. */
+export class SnapshotRefusedError extends Error {
+  override name = 'SnapshotRefusedError';
+}
+
+export function sourceOf(snapshot: {
+  name: string;
+  snapshot_date: string;
+  entries: number;
+  content_hash: string | null;
+}): SanctionsSource {
+  return {
+    name: snapshot.name,
+    snapshotDate: snapshot.snapshot_date,
+    entries: snapshot.entries,
+    contentHash: snapshot.content_hash,
+  };
 }
 
 export interface ImportResult {
@@ -37,6 +75,7 @@ export interface ImportResult {
   name: string;
   snapshotDate: string;
   entries: number;
+  contentHash: string;
   added: string[];
   removed: string[];
   /** Registered agents whose status changed with this snapshot. */
@@ -69,11 +108,10 @@ export function createSanctionsService({ db, clock, rescore }: SanctionsDeps) {
       const lists = matched.get(address) ?? [];
       return {
         address,
+        state: !snapshot ? ('list_unavailable' as const) : lists.length > 0 ? ('listed' as const) : ('clear' as const),
         sanctioned: lists.length > 0,
         matchedLists: lists,
-        source: snapshot
-          ? { name: snapshot.name, snapshotDate: snapshot.snapshot_date, entries: snapshot.entries }
-          : null,
+        source: snapshot ? sourceOf(snapshot) : null,
         checkedAt: toUnixSeconds(now),
       };
     });
@@ -94,16 +132,29 @@ export function createSanctionsService({ db, clock, rescore }: SanctionsDeps) {
    */
   async function importSnapshot(
     v: { name: string; snapshotDate: string; lists: Record<string, string[]> },
-    options: { onlyIfNone?: boolean } = {},
+    options: { onlyIfNone?: boolean; force?: boolean } = {},
   ): Promise<ImportResult | null> {
     const entries = unionLists(v.lists);
+    const hash = contentHash(entries);
     const stored = await db.transaction().execute(async (trx) => {
       // One import at a time, so replicas starting together load the bundled lists once.
       await repo.lockImports(trx);
       const previous = await repo.activeSnapshot(trx);
       if (previous && options.onlyIfNone) return null;
+      // Screening against an empty or gutted list would pass everyone: refused unless forced.
+      const problem = shrinkProblem(entries.size, previous?.entries ?? null);
+      if (problem && (entries.size === 0 || !options.force)) {
+        throw new SnapshotRefusedError(
+          `${problem}; nothing was changed${entries.size ? ' (--force activates it anyway)' : ''}`,
+        );
+      }
       const before = previous ? await repo.addressesOf(trx, previous.id) : [];
-      const id = await repo.insertSnapshot(trx, { name: v.name, snapshotDate: v.snapshotDate, entries });
+      const id = await repo.insertSnapshot(trx, {
+        name: v.name,
+        snapshotDate: v.snapshotDate,
+        entries,
+        contentHash: hash,
+      });
       await repo.activate(trx, id);
       return { snapshotId: id, ...diffSnapshots(before, entries.keys()) };
     });
@@ -121,6 +172,7 @@ export function createSanctionsService({ db, clock, rescore }: SanctionsDeps) {
       name: v.name,
       snapshotDate: v.snapshotDate,
       entries: entries.size,
+      contentHash: hash,
       added,
       removed,
       changedAgents,
@@ -154,15 +206,28 @@ export function createSanctionsService({ db, clock, rescore }: SanctionsDeps) {
       );
     },
 
-    /** Imports OFAC's sdn_advanced.xml as a new snapshot. */
-    async importXml(xml: string, snapshotDate?: string): Promise<ImportResult> {
+    /** Makes the bundled lists the active snapshot again (`npm run sanctions:restore`). */
+    async restoreBundled(options: { force?: boolean } = {}, dir = BUNDLED_SANCTIONS_DIR): Promise<ImportResult> {
+      const result = await importSnapshot(
+        { name: SOURCE_NAME, snapshotDate: BUNDLED_SNAPSHOT_DATE, lists: await readListDirectory(dir) },
+        options,
+      );
+      if (!result) throw new Error('restore stored no snapshot');
+      return result;
+    },
+
+    /** Imports OFAC's sdn_advanced.xml as a new snapshot (refused if empty or shrunken, unless `force`). */
+    async importXml(xml: string, snapshotDate?: string, options: { force?: boolean } = {}): Promise<ImportResult> {
       const extract = parseSdnAdvancedXml(xml);
       const date = snapshotDate ?? extract.publishedOn ?? clock().toISOString().slice(0, 10);
-      const result = await importSnapshot({
-        name: `${SOURCE_NAME} (sdn_advanced.xml)`,
-        snapshotDate: date,
-        lists: extract.lists,
-      });
+      const result = await importSnapshot(
+        {
+          name: `${SOURCE_NAME} (sdn_advanced.xml)`,
+          snapshotDate: date,
+          lists: extract.lists,
+        },
+        options,
+      );
       if (!result) throw new Error('import stored no snapshot');
       return result;
     },

@@ -27,9 +27,16 @@ const good: VerificationFacts = {
   onChainOwner: { ok: true, value: '0x00000000000000000000000000000000000000aa' },
   addressSanctions: [],
   ownerSanctions: [],
+  sanctionsList: { name: 'test list', snapshotDate: '2026-01-01', entries: 10, contentHash: 'ab' },
 };
 
 describe('evaluateChecks', () => {
+  it('does not pass the sanctions screening when no list is active', () => {
+    const results = evaluateChecks({ ...good, sanctionsList: null }, defaultThresholds, now);
+    expect(results.sanctionsScreening.passed).toBe(false);
+    expect(results.sanctionsScreening.detail).toMatch(/no sanctions list is active/);
+  });
+
   it('passes all eight for a well-behaved contract agent', () => {
     const results = evaluateChecks(good, defaultThresholds, now);
     expect(Object.values(results).every((r) => r.passed)).toBe(true);

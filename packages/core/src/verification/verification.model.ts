@@ -1,6 +1,7 @@
 /** The 8 checks of a verification run and the status their count gives. */
 import { checkKeys } from '@vouch/schemas';
 import type { Grade } from '../agents/agents.model.ts';
+import type { SanctionsSource } from '../sanctions/sanctions.service.ts';
 
 export { checkKeys };
 export type CheckKey = (typeof checkKeys)[number];
@@ -46,6 +47,8 @@ export interface VerificationFacts {
   onChainOwner: { ok: true; value: string } | { ok: false; reason: string } | null;
   addressSanctions: string[];
   ownerSanctions: string[];
+  /** The active sanctions list; null when none is active (screening could not run: not a pass). */
+  sanctionsList: SanctionsSource | null;
 }
 
 const DAY_MS = 86_400_000;
@@ -115,8 +118,12 @@ export function evaluateChecks(
               passed: false,
               detail: `owner changed ${sinceOwnerChange.toFixed(2)} day(s) ago (within ${t.ownerStableDays})`,
             },
-    sanctionsScreening:
-      sanctioned.length === 0
+    sanctionsScreening: !facts.sanctionsList
+      ? {
+          passed: false,
+          detail: 'no sanctions list is active, so the address could not be screened (npm run sanctions:restore)',
+        }
+      : sanctioned.length === 0
         ? {
             passed: true,
             detail: facts.owner
@@ -153,5 +160,6 @@ export interface VerificationResult {
   checkDetails: Record<CheckKey, string>;
   passed: number;
   total: number;
+  sanctionsList: SanctionsSource | null;
   verifiedAt: number;
 }

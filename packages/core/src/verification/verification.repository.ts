@@ -4,7 +4,7 @@ import type { VerificationResult } from './verification.model.ts';
 
 type Executor = Kysely<DB>;
 
-/** Everything the checks read from the database; see `vouch_verification_facts` (migration 20261121030000). */
+/** Everything the checks read from the database; see `vouch_verification_facts` (packages/db/src/functions.ts, v2). */
 export interface VerificationFactsRow {
   known: boolean;
   /** The agent's columns are null when it is unknown. */
@@ -20,6 +20,7 @@ export interface VerificationFactsRow {
   snapshot_name: string | null;
   snapshot_date: string | null;
   snapshot_entries: number | null;
+  snapshot_hash: string | null;
   /** The lists the address and the agent's owner are on in that snapshot (null when not listed). */
   address_lists: string[] | null;
   owner_lists: string[] | null;
@@ -84,9 +85,10 @@ export async function storeVerification(
         AS x(address text, sanctioned boolean, matched_lists jsonb, snapshot_id bigint, created_at timestamptz)
     ),
     v AS (
-      INSERT INTO verifications (agent, status, passed, total, score, grade, checks, check_details, created_at)
+      INSERT INTO verifications (agent, status, passed, total, score, grade, checks, check_details, sanctions_list, created_at)
       SELECT ${r.address}::text, ${r.status}::text, ${r.passed}::int, ${r.total}::int, ${r.score}::int,
-        ${r.grade}::text, ${JSON.stringify(r.checks)}::jsonb, ${JSON.stringify(r.checkDetails)}::jsonb, ${v.now}::timestamptz
+        ${r.grade}::text, ${JSON.stringify(r.checks)}::jsonb, ${JSON.stringify(r.checkDetails)}::jsonb,
+        ${JSON.stringify(r.sanctionsList)}::jsonb, ${v.now}::timestamptz
       FROM ok
     )
     SELECT EXISTS (SELECT 1 FROM ok) AS stored, f.* FROM (SELECT 1) AS one LEFT JOIN f ON true`;

@@ -1,6 +1,7 @@
 import type { DB, Kysely } from '@vouch/db';
 import { type Grade, gradeFor } from '../agents/agents.model.ts';
 import type { Screening } from '../sanctions/sanctions.repository.ts';
+import type { SanctionsSource } from '../sanctions/sanctions.service.ts';
 import { type Clock, toUnixSeconds } from '../shared/clock.ts';
 import type { ChainReader } from './chain.ts';
 import {
@@ -55,6 +56,14 @@ export function createVerificationService({ db, clock, chain, thresholds }: Veri
     const addressSanctions = facts.address_lists ?? [];
     const ownerSanctions = owner ? (facts.owner_lists ?? []) : [];
     const score = facts.score ?? 0;
+    const sanctionsList = facts.snapshot_id
+      ? {
+          name: facts.snapshot_name ?? '',
+          snapshotDate: facts.snapshot_date ?? '',
+          entries: facts.snapshot_entries ?? 0,
+          contentHash: facts.snapshot_hash,
+        }
+      : null;
     const results = evaluateChecks(
       {
         known: facts.known,
@@ -68,6 +77,7 @@ export function createVerificationService({ db, clock, chain, thresholds }: Veri
         onChainOwner,
         addressSanctions,
         ownerSanctions,
+        sanctionsList,
       },
       thresholds,
       now,
@@ -88,6 +98,7 @@ export function createVerificationService({ db, clock, chain, thresholds }: Veri
         checkDetails,
         passed,
         total: checkKeys.length,
+        sanctionsList,
         verifiedAt: toUnixSeconds(now),
       },
       screenings: screened.map((r) => ({ ...r, sanctioned: r.lists.length > 0 })),
@@ -151,6 +162,7 @@ export function createVerificationService({ db, clock, chain, thresholds }: Veri
         checkDetails: r.check_details as Record<CheckKey, string>,
         passed: r.passed,
         total: r.total,
+        sanctionsList: (r.sanctions_list as SanctionsSource | null) ?? null,
         verifiedAt: toUnixSeconds(r.created_at),
       }));
     },

@@ -1,0 +1,26 @@
+// `npm run sanctions:restore [-- --force]`
+// Makes the OFAC lists shipped with Vouch (data/sanctions) the active snapshot again, for when
+// the active list is missing or a bad import must be undone. Like an import, it refuses to
+// replace a list more than twice its size unless --force is given.
+import { parseArgs } from 'node:util';
+import { createRuntime, exitOnStartupFailure, loadConfig } from '@vouch/runtime';
+import pino from 'pino';
+
+const { values } = parseArgs({ options: { force: { type: 'boolean', default: false } } });
+
+try {
+  const runtime = await createRuntime(loadConfig(), {
+    role: 'cli',
+    logger: pino({ level: 'warn' }),
+    migrate: true,
+    loadSanctions: false,
+  });
+  try {
+    const result = await runtime.services.sanctions.restoreBundled({ force: values.force });
+    console.log(JSON.stringify(result, null, 2));
+  } finally {
+    await runtime.close();
+  }
+} catch (error) {
+  exitOnStartupFailure(error, 'sanctions:restore', 'failed');
+}
