@@ -61,6 +61,8 @@ describe('verification with a chain', () => {
     const result = (await post(t.app, '/api/verify', { address: eoa })).json().data;
     expect(result.checks).toMatchObject({ contractExists: false, ownerConsistency: false });
     expect(result.checkDetails.contractExists).toContain('no bytecode');
+    // The chain answered both: failures, not checks that could not run.
+    expect(result.checkStates).toMatchObject({ contractExists: 'failed', ownerConsistency: 'failed' });
     expect(result.status).toBe('PARTIALLY_VERIFIED');
   });
 
@@ -70,6 +72,9 @@ describe('verification with a chain', () => {
       const result = (await post(ctx.app, '/api/verify', { address: randomAddress() })).json().data;
       expect(result.checks.contractExists).toBe(false);
       expect(result.checkDetails.contractExists).toMatch(/^chain read failed/);
+      // Could not read is not a failure: the check did not run, and the total says so.
+      expect(result.checkStates.contractExists).toBe('not_run');
+      expect(result).toMatchObject({ total: 7, notRun: 1 });
     } finally {
       await ctx.close();
     }

@@ -91,13 +91,22 @@ describe('a sanctioned agent is reported everywhere', () => {
 });
 
 describe('POST /api/verify', () => {
-  it('unknown clean address: only the vacuous checks pass → UNVERIFIED; chain checks say no chain is configured', async () => {
+  it('unknown clean address: only the vacuous checks pass → UNVERIFIED; chain checks did not run, saying why', async () => {
     const result = successEnvelope(verificationResult).parse(
       (await post(t.app, '/api/verify', { address: randomAddress() })).json(),
     ).data;
-    expect(result).toMatchObject({ status: 'UNVERIFIED', passed: 2, total: 8, score: 0, grade: 'D' });
+    expect(result).toMatchObject({ status: 'UNVERIFIED', passed: 2, total: 7, notRun: 1, score: 0, grade: 'D' });
     expect(result.checks).toMatchObject({ ownershipStability: true, sanctionsScreening: true, registration: false });
     expect(result.checkDetails.contractExists).toContain('no chain configured');
+    // Could not check is not failed: the boolean map says false, the state says not run.
+    expect(result.checks.contractExists).toBe(false);
+    expect(result.checkStates).toMatchObject({
+      contractExists: 'not_run',
+      ownerConsistency: 'failed', // no owner registered: that is a failure whatever the chain
+      registration: 'failed',
+      sanctionsScreening: 'passed',
+    });
+    expect(result.statusDetail).toBe('UNVERIFIED: 2 of the 7 checks that ran passed; not run: contractExists');
   });
 
   it('unknown sanctioned address → SUSPICIOUS', async () => {

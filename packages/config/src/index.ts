@@ -84,6 +84,8 @@ const databaseEnv = {
 /** Verification and anomaly thresholds and the chain; docs/checks.md. */
 const checksEnv = {
   CHAIN_RPC_URL: optionalString,
+  /** A chain read (bytecode, owner()) not answered within this long is given up: its check is not run. */
+  CHAIN_TIMEOUT_MS: positiveInt(3000),
   VERIFY_MIN_AGE_DAYS: nonNegative(1),
   VERIFY_MIN_TRANSACTIONS: nonNegative(1),
   VERIFY_ACTIVITY_WINDOW_DAYS: positiveInt(30),
@@ -246,6 +248,7 @@ export function workerQueues(config: Config): QueueName[] {
 export function checksOptions(config: Config) {
   return {
     chainRpcUrl: config.CHAIN_RPC_URL,
+    chainTimeoutMs: config.CHAIN_TIMEOUT_MS,
     verification: {
       minAgeDays: config.VERIFY_MIN_AGE_DAYS,
       minTransactions: config.VERIFY_MIN_TRANSACTIONS,

@@ -26,8 +26,9 @@ export interface CoreDeps {
   recomputeChunkSize: number;
   refreshDelayMs?: number;
   onBackgroundError?: (error: unknown, context: Record<string, unknown>) => void;
-  /** EVM JSON-RPC endpoint for the chain checks; without it they fail saying so. */
+  /** EVM JSON-RPC endpoint for the chain checks; without it they are reported as not run. */
   chainRpcUrl?: string | undefined;
+  chainTimeoutMs: number;
   verification: VerificationThresholds;
   anomaly: AnomalySettings;
   /** Read cache for scores and budget rows (API processes). */
@@ -42,7 +43,7 @@ export function createServices(deps: CoreDeps) {
   const sanctions = createSanctionsService({ ...base, rescore: (addresses) => scores.recompute(addresses, null) });
   const verification = createVerificationService({
     ...base,
-    chain: createChainReader(deps.chainRpcUrl),
+    chain: createChainReader(deps.chainRpcUrl, deps.chainTimeoutMs),
     thresholds: deps.verification,
   });
   const anomaly = createAnomalyService({

@@ -86,6 +86,8 @@ export interface VerificationsTable {
   grade: string;
   checks: Json;
   check_details: Json;
+  /** passed | failed | not_run per check (null for verifications stored before states were kept). */
+  check_states: Json | null;
   /** The sanctions list screened against (null for verifications before it was kept). */
   sanctions_list: Json | null;
   created_at: Timestamp;

@@ -39,8 +39,15 @@ export const verificationResult = z
     score: z.number().int(),
     checks: z.record(checkKey, z.boolean()),
     checkDetails: z.record(checkKey, z.string()),
+    checkStates: z.record(checkKey, z.enum(['passed', 'failed', 'not_run'])).meta({
+      description: 'not_run: the check could not be made (no chain configured, a chain read failed, no sanctions list)',
+    }),
     passed: z.number().int(),
-    total: z.number().int(),
+    total: z.number().int().meta({ description: 'The checks that ran (8 less those not run)' }),
+    notRun: z.number().int(),
+    statusDetail: z.string().meta({
+      example: 'PARTIALLY_VERIFIED: 6 of the 6 checks that ran passed; not run: contractExists, ownerConsistency',
+    }),
     sanctionsList: sanctionsSource.nullable().meta({
       description: 'The sanctions list the address and its owner were screened against; null when none was active',
     }),

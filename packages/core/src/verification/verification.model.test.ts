@@ -1,6 +1,6 @@
 import { checksOptions, loadConfig } from '@vouch/config';
 import { describe, expect, it } from 'vitest';
-import { evaluateChecks, statusFor, type VerificationFacts } from './verification.model.ts';
+import { evaluateChecks, stateOf, statusFor, type VerificationFacts } from './verification.model.ts';
 
 const defaultThresholds = checksOptions(loadConfig({})).verification;
 
@@ -54,7 +54,20 @@ describe('evaluateChecks', () => {
       detail: expect.stringContaining('no bytecode'),
     });
     expect(fail({ code: null }).contractExists.detail).toContain('no chain configured');
-    expect(fail({ code: { ok: false, reason: 'timeout' } }).contractExists.detail).toContain('timeout');
+    expect(fail({ code: { ok: false, reason: 'timeout', unreachable: true } }).contractExists.detail).toContain(
+      'timeout',
+    );
+    // Could not check is not failed: no chain, or a node that does not answer, leaves the check not run…
+    expect(stateOf(fail({ code: null }).contractExists)).toBe('not_run');
+    expect(stateOf(fail({ onChainOwner: { ok: false, reason: 'timeout', unreachable: true } }).ownerConsistency)).toBe(
+      'not_run',
+    );
+    // …while a contract that answers without an owner() fails it.
+    expect(
+      stateOf(fail({ onChainOwner: { ok: false, reason: 'reverted', unreachable: false } }).ownerConsistency),
+    ).toBe('failed');
+    expect(stateOf(fail({ code: { ok: true, value: false } }).contractExists)).toBe('failed');
+    expect(stateOf(fail({}).registration)).toBe('passed');
     expect(fail({ firstSeenAt: days(0.5) }).accountAge.passed).toBe(false);
     expect(fail({ firstSeenAt: days(1) }).accountAge.passed).toBe(true);
     expect(

@@ -28,10 +28,21 @@ export function statusFor(passed: number): VerificationStatus {
   return 'SUSPICIOUS';
 }
 
+export type CheckState = 'passed' | 'failed' | 'not_run';
+
 export interface CheckResult {
   passed: boolean;
+  /** Set when the check could not run (no chain, a chain read that failed, no sanctions list): not a pass, not a failure. */
+  notRun?: true;
   detail: string;
 }
+
+export function stateOf(result: CheckResult): CheckState {
+  return result.notRun ? 'not_run' : result.passed ? 'passed' : 'failed';
+}
+
+/** A check that could not run. */
+const notRun = (detail: string): CheckResult => ({ passed: false, notRun: true, detail });
 
 /** Everything the checks look at, gathered beforehand (database, chain, sanctions list). */
 export interface VerificationFacts {
@@ -43,8 +54,8 @@ export interface VerificationFacts {
   score: number;
   recentTransactions: number;
   /** null when no chain is configured. */
-  code: { ok: true; value: boolean } | { ok: false; reason: string } | null;
-  onChainOwner: { ok: true; value: string } | { ok: false; reason: string } | null;
+  code: { ok: true; value: boolean } | { ok: false; reason: string; unreachable: boolean } | null;
+  onChainOwner: { ok: true; value: string } | { ok: false; reason: string; unreachable: boolean } | null;
   addressSanctions: string[];
   ownerSanctions: string[];
   /** The active sanctions list; null when none is active (screening could not run: not a pass). */
@@ -65,18 +76,20 @@ export function evaluateChecks(
 
   const contractExists: CheckResult =
     facts.code === null
-      ? { passed: false, detail: NO_CHAIN }
+      ? notRun(NO_CHAIN)
       : !facts.code.ok
-        ? { passed: false, detail: `chain read failed: ${facts.code.reason}` }
+        ? notRun(`chain read failed: ${facts.code.reason}`)
         : facts.code.value
           ? { passed: true, detail: 'bytecode is deployed at the address' }
           : { passed: false, detail: 'no bytecode at the address (an externally owned account or nothing)' };
 
   let ownerConsistency: CheckResult;
   if (!facts.owner) ownerConsistency = { passed: false, detail: 'no owner registered for the agent' };
-  else if (facts.onChainOwner === null) ownerConsistency = { passed: false, detail: NO_CHAIN };
+  else if (facts.onChainOwner === null) ownerConsistency = notRun(NO_CHAIN);
   else if (!facts.onChainOwner.ok)
-    ownerConsistency = { passed: false, detail: `owner() could not be read: ${facts.onChainOwner.reason}` };
+    ownerConsistency = facts.onChainOwner.unreachable
+      ? notRun(`owner() could not be read: ${facts.onChainOwner.reason}`)
+      : { passed: false, detail: `owner() is not answered by the contract: ${facts.onChainOwner.reason}` };
   else if (facts.onChainOwner.value === facts.owner)
     ownerConsistency = { passed: true, detail: `on-chain owner() is the registered owner ${facts.owner}` };
   else
@@ -119,10 +132,7 @@ export function evaluateChecks(
               detail: `owner changed ${sinceOwnerChange.toFixed(2)} day(s) ago (within ${t.ownerStableDays})`,
             },
     sanctionsScreening: !facts.sanctionsList
-      ? {
-          passed: false,
-          detail: 'no sanctions list is active, so the address could not be screened (npm run sanctions:restore)',
-        }
+      ? notRun('no sanctions list is active, so the address could not be screened (npm run sanctions:restore)')
       : sanctioned.length === 0
         ? {
             passed: true,
@@ -158,8 +168,24 @@ export interface VerificationResult {
   score: number;
   checks: Record<CheckKey, boolean>;
   checkDetails: Record<CheckKey, string>;
+  /** passed, failed or not_run (could not be checked: counted neither as passed nor in `total`). */
+  checkStates: Record<CheckKey, CheckState>;
   passed: number;
+  /** The checks that ran. */
   total: number;
+  notRun: number;
+  /** The status and how many checks ran, in words. */
+  statusDetail: string;
   sanctionsList: SanctionsSource | null;
   verifiedAt: number;
+}
+
+/** The status line of a verification: what passed of what ran, and what could not run. */
+export function statusDetail(status: VerificationStatus, states: Record<CheckKey, CheckState>): string {
+  const ran = checkKeys.filter((k) => states[k] !== 'not_run');
+  const passed = ran.filter((k) => states[k] === 'passed').length;
+  const skipped = checkKeys.filter((k) => states[k] === 'not_run');
+  return `${status}: ${passed} of the ${ran.length} checks that ran passed${
+    skipped.length ? `; not run: ${skipped.join(', ')}` : '; all 8 ran'
+  }`;
 }

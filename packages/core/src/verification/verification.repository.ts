@@ -85,10 +85,11 @@ export async function storeVerification(
         AS x(address text, sanctioned boolean, matched_lists jsonb, snapshot_id bigint, created_at timestamptz)
     ),
     v AS (
-      INSERT INTO verifications (agent, status, passed, total, score, grade, checks, check_details, sanctions_list, created_at)
+      INSERT INTO verifications (agent, status, passed, total, score, grade, checks, check_details, check_states,
+        sanctions_list, created_at)
       SELECT ${r.address}::text, ${r.status}::text, ${r.passed}::int, ${r.total}::int, ${r.score}::int,
         ${r.grade}::text, ${JSON.stringify(r.checks)}::jsonb, ${JSON.stringify(r.checkDetails)}::jsonb,
-        ${JSON.stringify(r.sanctionsList)}::jsonb, ${v.now}::timestamptz
+        ${JSON.stringify(r.checkStates)}::jsonb, ${JSON.stringify(r.sanctionsList)}::jsonb, ${v.now}::timestamptz
       FROM ok
     )
     SELECT EXISTS (SELECT 1 FROM ok) AS stored, f.* FROM (SELECT 1) AS one LEFT JOIN f ON true`;

@@ -6,8 +6,11 @@ import { type Clock, toUnixSeconds } from '../shared/clock.ts';
 import type { ChainReader } from './chain.ts';
 import {
   type CheckKey,
+  type CheckState,
   checkKeys,
   evaluateChecks,
+  stateOf,
+  statusDetail,
   statusFor,
   type VerificationFacts,
   type VerificationResult,
@@ -84,20 +87,29 @@ export function createVerificationService({ db, clock, chain, thresholds }: Veri
     );
     const checks = Object.fromEntries(checkKeys.map((k) => [k, results[k].passed])) as Record<CheckKey, boolean>;
     const checkDetails = Object.fromEntries(checkKeys.map((k) => [k, results[k].detail])) as Record<CheckKey, string>;
+    const checkStates = Object.fromEntries(checkKeys.map((k) => [k, stateOf(results[k])])) as Record<
+      CheckKey,
+      CheckState
+    >;
     const passed = checkKeys.filter((k) => checks[k]).length;
+    const notRun = checkKeys.filter((k) => checkStates[k] === 'not_run').length;
+    const status = statusFor(passed);
     // The address and its owner are screened as the sanctions service screens them.
     const screened = [{ address, lists: addressSanctions }];
     if (owner) screened.push({ address: owner, lists: ownerSanctions });
     return {
       result: {
         address,
-        status: statusFor(passed),
+        status,
         grade: gradeFor(score),
         score,
         checks,
         checkDetails,
+        checkStates,
         passed,
-        total: checkKeys.length,
+        total: checkKeys.length - notRun,
+        notRun,
+        statusDetail: statusDetail(status, checkStates),
         sanctionsList,
         verifiedAt: toUnixSeconds(now),
       },
@@ -153,18 +165,32 @@ export function createVerificationService({ db, clock, chain, thresholds }: Veri
     /** Stored verifications of an address, newest first. */
     async list(address: string, limit = 50): Promise<VerificationResult[]> {
       const rows = await repo.listVerifications(db, address, limit);
-      return rows.map((r) => ({
-        address: r.agent,
-        status: r.status as VerificationStatus,
-        grade: r.grade as Grade,
-        score: r.score,
-        checks: r.checks as Record<CheckKey, boolean>,
-        checkDetails: r.check_details as Record<CheckKey, string>,
-        passed: r.passed,
-        total: r.total,
-        sanctionsList: (r.sanctions_list as SanctionsSource | null) ?? null,
-        verifiedAt: toUnixSeconds(r.created_at),
-      }));
+      return rows.map((r) => {
+        const checks = r.checks as Record<CheckKey, boolean>;
+        // Verifications stored before states were kept: every check counted as run.
+        const checkStates =
+          (r.check_states as Record<CheckKey, CheckState> | null) ??
+          (Object.fromEntries(checkKeys.map((k) => [k, checks[k] ? 'passed' : 'failed'])) as Record<
+            CheckKey,
+            CheckState
+          >);
+        const status = r.status as VerificationStatus;
+        return {
+          address: r.agent,
+          status,
+          grade: r.grade as Grade,
+          score: r.score,
+          checks,
+          checkDetails: r.check_details as Record<CheckKey, string>,
+          checkStates,
+          passed: r.passed,
+          total: r.total,
+          notRun: checkKeys.filter((k) => checkStates[k] === 'not_run').length,
+          statusDetail: statusDetail(status, checkStates),
+          sanctionsList: (r.sanctions_list as SanctionsSource | null) ?? null,
+          verifiedAt: toUnixSeconds(r.created_at),
+        };
+      });
     },
 
     latest(address: string) {

@@ -4,7 +4,7 @@ import * as scoreEventJobs from './20261121010000-score-event-jobs.ts';
 import * as cacheNotify from './20261121020000-cache-notify.ts';
 import * as verificationFacts from './20261121030000-verification-facts.ts';
 import * as cacheNotifyStatements from './20261122000000-cache-notify-statements.ts';
-import * as sanctionsContentHash from './20261125000000-sanctions-content-hash.ts';
+import * as verificationProvenance from './20261125000000-verification-provenance.ts';
 
 /** Every migration, in order. Names are timestamped; never rename or reorder a landed one. */
 export const migrations: Record<string, Migration> = {
@@ -13,5 +13,5 @@ export const migrations: Record<string, Migration> = {
   '20261121020000-cache-notify': cacheNotify,
   '20261121030000-verification-facts': verificationFacts,
   '20261122000000-cache-notify-statements': cacheNotifyStatements,
-  '20261125000000-sanctions-content-hash': sanctionsContentHash,
+  '20261125000000-verification-provenance': verificationProvenance,
 };
