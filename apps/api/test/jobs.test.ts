@@ -155,6 +155,40 @@ describe('recording a transaction', () => {
   });
 });
 
+describe('a score set by a client', () => {
+  it('holds through the refresh after a recorded transaction, until an explicit recomputation', async () => {
+    const refreshed: string[] = [];
+    const ctx = await createTestApp({
+      jobs: 'in-process',
+      refreshDelayMs: 10,
+      processors: (real) => ({
+        ...real,
+        'scores.refresh-agent': async (
+          payload: Parameters<Processors['scores.refresh-agent']>[0],
+          jobCtx: JobContext,
+        ) => {
+          const result = await real['scores.refresh-agent'](payload, jobCtx);
+          refreshed.push(payload.agent);
+          return result;
+        },
+      }),
+    });
+    try {
+      const agent = await createAgent(ctx.app);
+      expect((await post(ctx.app, `/api/agents/${agent}/score`, { score: 900, reason: '0x01' })).statusCode).toBe(200);
+      await recordTx(ctx.app, agent, { amount: (10n ** 18n).toString() });
+      await expect.poll(() => refreshed.includes(agent)).toBe(true);
+      expect((await get(ctx.app, `/api/agents/${agent}/score`)).json().data.score).toBe(900);
+      // An explicit recomputation replaces it with the model's score.
+      const recompute = await post(ctx.app, '/api/scores/recompute', { agents: [agent] });
+      expect(recompute.json().data.updated).toBe(1);
+      expect((await get(ctx.app, `/api/agents/${agent}/score`)).json().data.score).toBe(SEEDED_SCORE);
+    } finally {
+      await ctx.close();
+    }
+  });
+});
+
 describe('waiting for a job', () => {
   it('answers 202 with the job id when the job outlasts the wait, and GET /api/jobs/:id gives the result later', async () => {
     const ctx = await createTestApp({

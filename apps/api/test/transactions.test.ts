@@ -120,6 +120,47 @@ describe('POST /api/transactions/record', () => {
   });
 });
 
+describe('self-reported times', () => {
+  const now = () => Math.floor(t.clock.now.getTime() / 1000);
+
+  it('refuses a transaction dated more than 5 minutes ahead, storing nothing; a little skew is accepted', async () => {
+    const agent = await createAgent(t.app);
+    const ahead = await post(t.app, '/api/transactions/record', {
+      agent,
+      txHash: randomTxHash(),
+      amount: '1',
+      type: 0,
+      timestamp: now() + 301,
+    });
+    expect(ahead.statusCode).toBe(400);
+    expect(ahead.json().error.details).toEqual([
+      { path: 'body.timestamp', message: expect.stringMatching(/in the future/) },
+    ]);
+    expect(await txCount(agent)).toBe(0);
+    const skewed = await post(t.app, '/api/transactions/record', {
+      agent,
+      txHash: randomTxHash(),
+      amount: '1',
+      type: 0,
+      timestamp: now() + 60,
+    });
+    expect(skewed.statusCode).toBe(201);
+  });
+
+  it('accepts a transaction dated before the agent was first seen, and marks it', async () => {
+    const agent = await createAgent(t.app);
+    const record = (body: Record<string, unknown>) =>
+      post(t.app, '/api/transactions/record', { agent, txHash: randomTxHash(), amount: '1', type: 0, ...body });
+    const before = await record({ timestamp: now() - 86_400 });
+    expect(before.statusCode).toBe(201);
+    expect(before.json().data.backdated).toBe(true);
+    t.clock.advance(1000);
+    const after = await record({ timestamp: now() });
+    expect(after.json().data.backdated).toBe(false);
+    expect((await record({})).json().data.backdated).toBe(false);
+  });
+});
+
 describe('GET /api/transactions/:address/stats', () => {
   it('computes counts, exact volume and the latest time from the ledger', async () => {
     const agent = await createAgent(t.app);
@@ -133,7 +174,7 @@ describe('GET /api/transactions/:address/stats', () => {
     });
     const big = (2n ** 256n - 1n).toString();
     await recordTx(t.app, agent, { amount: big, timestamp: 1_700_000_000 });
-    await recordTx(t.app, agent, { amount: '1', success: false, timestamp: 1_800_000_000 });
+    await recordTx(t.app, agent, { amount: '1', success: false, timestamp: 1_760_000_000 });
     await recordTx(t.app, agent, { amount: '2', timestamp: 1_750_000_000 });
     const res = await get(t.app, `/api/transactions/${agent}/stats`);
     const stats = successEnvelope(transactionStats).parse(res.json()).data;
@@ -142,7 +183,7 @@ describe('GET /api/transactions/:address/stats', () => {
       successCount: 2,
       failedCount: 1,
       totalVolume: (2n ** 256n + 2n).toString(),
-      lastTransactionTime: 1_800_000_000,
+      lastTransactionTime: 1_760_000_000,
     });
   });
 

@@ -97,6 +97,12 @@ const checksEnv = {
   ANOMALY_FAILURE_FLAG_RATE: nonNegative(0.2),
 };
 
+/** The transaction ledger; docs/api.md "Transactions". */
+const ledgerEnv = {
+  /** A recorded transaction may be dated at most this far in the future (clock skew); later is refused. */
+  TX_FUTURE_SKEW_MS: positiveInt(300_000),
+};
+
 /** Queues and workers; docs/jobs.md. */
 const jobsEnv = {
   REDIS_URL: optionalString,
@@ -154,7 +160,14 @@ const apiEnv = {
   CORS_ORIGINS: optionalString,
 };
 
-export const configSchema = z.object({ ...processEnv, ...databaseEnv, ...checksEnv, ...jobsEnv, ...apiEnv });
+export const configSchema = z.object({
+  ...processEnv,
+  ...databaseEnv,
+  ...checksEnv,
+  ...ledgerEnv,
+  ...jobsEnv,
+  ...apiEnv,
+});
 
 export type Config = Readonly<z.output<typeof configSchema>>;
 /** The keys an operator sets, for tests and tools that build a configuration from parts. */

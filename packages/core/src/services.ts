@@ -26,6 +26,8 @@ export interface CoreDeps {
   recomputeChunkSize: number;
   refreshDelayMs?: number;
   onBackgroundError?: (error: unknown, context: Record<string, unknown>) => void;
+  /** How far in the future a recorded transaction may be dated. */
+  txFutureSkewMs: number;
   /** EVM JSON-RPC endpoint for the chain checks; without it they are reported as not run. */
   chainRpcUrl?: string | undefined;
   chainTimeoutMs: number;
@@ -73,6 +75,7 @@ export function createServices(deps: CoreDeps) {
     transactions: createTransactionsService({
       ...base,
       onRecorded: (agent) => scoring.refresh(agent),
+      maxFutureSkewMs: deps.txFutureSkewMs,
     }),
     idempotency: createIdempotencyService(base),
     keys: createKeysService(base),

@@ -64,6 +64,8 @@ export interface TransactionsTable {
   counterparty: string | null;
   occurred_at: Timestamp;
   recorded_at: Timestamp;
+  /** Dated before its agent was first seen (self-reported history from before Vouch knew it). */
+  backdated: Generated<boolean>;
 }
 
 export interface IdempotencyKeysTable {

@@ -174,6 +174,7 @@ export async function createRuntime(config: Config, overrides: RuntimeOverrides 
       cache,
       ...checksOptions(config),
       recomputeChunkSize: config.RECOMPUTE_CHUNK_SIZE,
+      txFutureSkewMs: config.TX_FUTURE_SKEW_MS,
       refreshDelayMs: overrides.refreshDelayMs,
       onBackgroundError: (err, context) => logger.warn({ err, ...context }, 'background job could not be scheduled'),
     });

@@ -33,6 +33,9 @@ export const transactionRecord = z
     counterparty: z.string().nullable(),
     timestamp: unixSeconds,
     recordedAt: unixSeconds,
+    backdated: z.boolean().meta({
+      description: 'Dated before the agent was first seen: accepted, but self-reported history Vouch did not witness',
+    }),
   })
   .meta({ id: 'TransactionRecord' });
 export type TransactionRecord = z.infer<typeof transactionRecord>;

@@ -18,10 +18,13 @@ export const recomputeChunkProcessor =
   (services: Services, worker: string): Processor<typeof jobs.recomputeChunk> =>
   async (payload, ctx) => ({ ...(await services.scores.recompute(payload.agents, ctx.jobId)), worker });
 
-/** The same for one agent, after a transaction was recorded for it. */
+/** The same for one agent, after a transaction was recorded for it; a score a client set is kept. */
 export const refreshAgentProcessor =
   (services: Services, worker: string): Processor<typeof jobs.refreshAgent> =>
-  async (payload, ctx) => ({ ...(await services.scores.recompute([payload.agent], ctx.jobId)), worker });
+  async (payload, ctx) => ({
+    ...(await services.scores.recompute([payload.agent], ctx.jobId, { keepOverrides: true })),
+    worker,
+  });
 
 /** The parent of a recomputation runs after its chunks and sums their results. */
 export const recomputeProcessor = (): Processor<typeof jobs.recompute> => async (payload, ctx) => {

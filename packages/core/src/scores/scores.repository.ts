@@ -117,3 +117,14 @@ export async function allAddresses(db: Executor): Promise<string[]> {
   const rows = await db.selectFrom('agents').select('address').orderBy('address').execute();
   return rows.map((r) => r.address);
 }
+
+/** Agents among these whose latest score change was written by a client (manual or batch), not the model. */
+export async function overridden(db: Executor, addresses: string[]): Promise<Set<string>> {
+  if (addresses.length === 0) return new Set();
+  const rows = await sql<{ agent: string }>`
+    SELECT agent FROM (
+      SELECT DISTINCT ON (agent) agent, source FROM score_events
+      WHERE agent = ANY(${addresses}::text[]) ORDER BY agent, id DESC
+    ) latest WHERE source <> 'model'`.execute(db);
+  return new Set(rows.rows.map((r) => r.agent));
+}

@@ -110,10 +110,20 @@ export function createScoresService({ db, clock }: ScoresDeps) {
       });
     },
 
-    /** Runs the model over the agents' data and stores every score that changed, in one transaction. */
-    async recompute(addresses: string[], jobId: string | null) {
+    /**
+     * Runs the model over the agents' data and stores every score that changed, in one
+     * transaction. With `keepOverrides` (the refresh after a recorded transaction), an agent whose
+     * score a client set last (manual or batch) keeps it: such a score holds until an explicit
+     * recomputation (`POST /api/scores/recompute`) or the next client write.
+     */
+    async recompute(addresses: string[], jobId: string | null, options: { keepOverrides?: boolean } = {}) {
       const now = clock();
       return db.transaction().execute(async (trx) => {
+        if (options.keepOverrides) {
+          const kept = await repo.overridden(trx, addresses);
+          if (kept.size) addresses = addresses.filter((a) => !kept.has(a));
+          if (addresses.length === 0) return { scored: 0, updated: 0 };
+        }
         await repo.planForKeyLookups(trx, addresses.length);
         const rows = await repo.modelInputs(trx, addresses, complianceSince(now));
         const scores = rows.map((row) => computeScore(inputsFromRow(row, now)).score);

@@ -26,6 +26,7 @@ export function insertTransaction(db: Executor, t: NewTransaction): Promise<Tran
       counterparty: t.counterparty,
       occurred_at: t.occurredAt,
       recorded_at: t.recordedAt,
+      backdated: sql<boolean>`${t.occurredAt}::timestamptz < (SELECT first_seen_at FROM agents WHERE address = ${t.agent})`,
     })
     .onConflict((oc) => oc.columns(['agent', 'tx_hash']).doNothing())
     .returningAll()

@@ -2,7 +2,7 @@ import type { DB, Kysely, TransactionRow } from '@vouch/db';
 import { type RecordInput, type TransactionRecord, type TransactionStats, transactionTypes } from '@vouch/schemas';
 import { ensureObserved, findAgent, touchAgent } from '../agents/agents.repository.ts';
 import { type Clock, toUnixSeconds } from '../shared/clock.ts';
-import { AgentNotFoundError, TransactionConflictError } from '../shared/errors.ts';
+import { AgentNotFoundError, TransactionConflictError, ValidationError } from '../shared/errors.ts';
 import * as repo from './transactions.repository.ts';
 
 export interface TransactionsDeps {
@@ -10,6 +10,8 @@ export interface TransactionsDeps {
   clock: Clock;
   /** Called after a new transaction is committed (schedules the agent's score refresh). */
   onRecorded?: (agent: string) => void;
+  /** How far in the future a transaction's timestamp may be (clock skew); later ones are refused. */
+  maxFutureSkewMs: number;
 }
 
 export function toRecord(row: TransactionRow): TransactionRecord {
@@ -23,6 +25,7 @@ export function toRecord(row: TransactionRow): TransactionRecord {
     counterparty: row.counterparty,
     timestamp: toUnixSeconds(row.occurred_at),
     recordedAt: toUnixSeconds(row.recorded_at),
+    backdated: row.backdated,
   };
 }
 
@@ -37,7 +40,7 @@ function conflictingFields(row: TransactionRow, input: RecordInput): string[] {
   return fields;
 }
 
-export function createTransactionsService({ db, clock, onRecorded }: TransactionsDeps) {
+export function createTransactionsService({ db, clock, onRecorded, maxFutureSkewMs }: TransactionsDeps) {
   return {
     /**
      * Records a transaction, making its agent known (observed) if needed. The same
@@ -50,6 +53,14 @@ export function createTransactionsService({ db, clock, onRecorded }: Transaction
     ): Promise<{ created: boolean; record: TransactionRecord }> {
       const executor = scope.executor ?? db;
       const now = clock();
+      if (input.timestamp !== undefined && input.timestamp * 1000 > now.getTime() + maxFutureSkewMs) {
+        throw new ValidationError([
+          {
+            path: 'body.timestamp',
+            message: `is ${input.timestamp - Math.floor(now.getTime() / 1000)} s in the future; at most ${maxFutureSkewMs / 1000} s of clock skew is accepted`,
+          },
+        ]);
+      }
       const run = async (trx: Kysely<DB>) => {
         await ensureObserved(trx, input.agent, now);
         const inserted = await repo.insertTransaction(trx, {

@@ -5,6 +5,7 @@ import * as cacheNotify from './20261121020000-cache-notify.ts';
 import * as verificationFacts from './20261121030000-verification-facts.ts';
 import * as cacheNotifyStatements from './20261122000000-cache-notify-statements.ts';
 import * as verificationProvenance from './20261125000000-verification-provenance.ts';
+import * as transactionBackdated from './20261125010000-transaction-backdated.ts';
 
 /** Every migration, in order. Names are timestamped; never rename or reorder a landed one. */
 export const migrations: Record<string, Migration> = {
@@ -14,4 +15,5 @@ export const migrations: Record<string, Migration> = {
   '20261121030000-verification-facts': verificationFacts,
   '20261122000000-cache-notify-statements': cacheNotifyStatements,
   '20261125000000-verification-provenance': verificationProvenance,
+  '20261125010000-transaction-backdated': transactionBackdated,
 };
