@@ -76,6 +76,10 @@ const databaseEnv = {
   DATA_DIR: z.string().default('./.data'),
   DB_POOL_MAX: positiveInt(10),
   DB_CONNECTION_TIMEOUT_MS: positiveInt(1000),
+  /** A statement PostgreSQL runs longer than this is cancelled by the server. */
+  DB_STATEMENT_TIMEOUT_MS: positiveInt(15_000),
+  /** A query not answered within this long (a frozen server or network) fails with 503 and its connection is replaced. */
+  DB_QUERY_TIMEOUT_MS: positiveInt(20_000),
   /** `off` for poolers that cannot carry named prepared statements (PgBouncer in transaction mode before 1.21). */
   DB_PREPARED_STATEMENTS: onOff('on'),
   MIGRATE_ON_START: trueFalse('true'),
@@ -285,6 +289,8 @@ export function databaseOptions(config: Config, applicationName: string) {
     dataDir: config.DATA_DIR,
     poolMax: config.DB_POOL_MAX,
     connectionTimeoutMs: config.DB_CONNECTION_TIMEOUT_MS,
+    statementTimeoutMs: config.DB_STATEMENT_TIMEOUT_MS,
+    queryTimeoutMs: config.DB_QUERY_TIMEOUT_MS,
     preparedStatements: config.DB_PREPARED_STATEMENTS,
     applicationName,
   };

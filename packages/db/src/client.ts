@@ -2,7 +2,7 @@ import { mkdirSync } from 'node:fs';
 import { Kysely, PostgresDialect, sql } from 'kysely';
 import pg from 'pg';
 import { LazyPgliteDialect } from './pglite.ts';
-import { PreparingClient } from './prepared.ts';
+import { GuardedClient, PreparingClient } from './prepared.ts';
 import type { DB } from './schema.ts';
 
 export type DatabaseDriver = 'postgres' | 'pglite';
@@ -16,6 +16,8 @@ export interface DatabaseOptions {
   /** How long a request may wait for a pooled connection before failing (→ 503). */
   connectionTimeoutMs?: number;
   statementTimeoutMs?: number;
+  /** A query not answered within this long fails (503) and its connection is replaced. */
+  queryTimeoutMs?: number;
   applicationName?: string;
   /**
    * Statements marked with `runPrepared` become named prepared statements (default true).
@@ -57,8 +59,14 @@ function createPostgres(connectionString: string, options: DatabaseOptions): Dat
     connectionTimeoutMillis: options.connectionTimeoutMs ?? 1000,
     idleTimeoutMillis: 30_000,
     statement_timeout: options.statementTimeoutMs ?? 15_000,
+    // Client side: a server or network that stops answering must not hold a request (or the
+    // connection) forever. Longer than statement_timeout, so a slow statement is the server's to end.
+    query_timeout: options.queryTimeoutMs ?? 20_000,
+    // Dead peers are noticed by TCP even on idle connections.
+    keepAlive: true,
+    keepAliveInitialDelayMillis: 10_000,
     application_name: options.applicationName ?? 'vouch',
-    ...(options.preparedStatements !== false && { Client: PreparingClient }),
+    Client: options.preparedStatements !== false ? PreparingClient : GuardedClient,
   });
   // An idle client losing its server must not crash the process; the pool drops it.
   pool.on('error', (error) => options.onPoolError?.(error));

@@ -19,6 +19,8 @@ export function isDatabaseUnavailable(error: unknown): boolean {
     message.includes('Connection terminated') ||
     message.includes('Client has encountered a connection error') ||
     message.includes('connect ECONNREFUSED') ||
+    // pg's query_timeout: the server did not answer in time (a frozen server or network).
+    message === 'Query read timeout' ||
     message.includes('the database system is')
   );
 }
