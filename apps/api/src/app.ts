@@ -83,7 +83,9 @@ export async function buildApp(deps: AppDeps) {
       await scope.register(plugin, { services: deps.services });
     });
   }
-  await app.register(queueDashboard, { queues: deps.queues ?? [] });
+  // With AUTH off and no admin key the dashboard is anyone's: it may show, not change.
+  const dashboardReadOnly = (deps.auth?.mode ?? 'off') === 'off' && !deps.auth?.adminKey;
+  await app.register(queueDashboard, { queues: deps.queues ?? [], readOnly: dashboardReadOnly });
   return app;
 }
 

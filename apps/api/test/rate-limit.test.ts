@@ -139,6 +139,38 @@ describe('rate limits in memory (no Redis)', () => {
     expectHeaders(await t.app.inject({ method: 'GET', url: '/api/agents', headers: ip }), 5, 4);
   });
 
+  it('limits the dashboard and any request carrying a credential outside /api, per client', async () => {
+    // Guessing the admin key against a probe or the dashboard is limited like an /api request.
+    const guesser = { ...from('203.0.113.40'), authorization: 'Bearer not-the-admin-key-0123' };
+    for (let i = 1; i <= 5; i++) {
+      expect((await t.app.inject({ method: 'GET', url: '/health', headers: guesser })).statusCode).toBe(200);
+    }
+    expect429(await t.app.inject({ method: 'GET', url: '/health', headers: guesser }), 5);
+    expect429(await t.app.inject({ method: 'GET', url: '/admin/queues', headers: guesser }), 5);
+    const browser = from('203.0.113.41');
+    for (let i = 1; i <= 5; i++) await t.app.inject({ method: 'GET', url: '/admin/queues', headers: browser });
+    expect429(await t.app.inject({ method: 'GET', url: '/admin/queues', headers: browser }), 5);
+  });
+
+  it('looks up no key for a probe, whatever it is sent', async () => {
+    const lookups: string[] = [];
+    const authenticate = t.services.keys.authenticate;
+    t.services.keys.authenticate = (secret: string) => {
+      lookups.push(secret);
+      return authenticate(secret);
+    };
+    try {
+      const bogus = { ...from('203.0.113.42'), authorization: 'Bearer vouch_bogus_key_0123456789' };
+      await t.app.inject({ method: 'GET', url: '/health', headers: bogus });
+      await t.app.inject({ method: 'GET', url: '/openapi.json', headers: bogus });
+      expect(lookups).toEqual([]);
+      await t.app.inject({ method: 'GET', url: '/api/agents', headers: bogus });
+      expect(lookups).toEqual(['vouch_bogus_key_0123456789']);
+    } finally {
+      t.services.keys.authenticate = authenticate;
+    }
+  });
+
   it('never limits the probes, metrics or the API description', async () => {
     const ip = from('203.0.113.30');
     for (let i = 0; i < 8; i++) {

@@ -116,6 +116,14 @@ describe.runIf(hasRedis)('BullMQ transport on a real Redis', () => {
     }
   });
 
+  it('shows the queue dashboard read-only when auth is off and no admin key is set', async () => {
+    const res = await t.app.inject({ method: 'GET', url: '/admin/queues/api/queues' });
+    expect(res.statusCode).toBe(200);
+    const queues = (res.json() as { queues: Array<{ name: string; readOnlyMode: boolean }> }).queues;
+    expect(queues.map((q) => q.name).sort()).toEqual(['checks', 'recompute', 'scores']);
+    expect(queues.every((q) => q.readOnlyMode)).toBe(true);
+  });
+
   it('carries a domain refusal from the worker back to the caller', async () => {
     // Passes the API's check, then is unregistered behind its back: the worker refuses the whole batch.
     const agent = await createAgent(t.app);

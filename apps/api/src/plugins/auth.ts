@@ -67,6 +67,11 @@ export const authenticatePlugin = fp(
     app.addHook('onRequest', (request, _reply, done) => {
       const secret = presentedSecret(request);
       if (!secret) return done();
+      // Only /api and the dashboard look at keys: a key sent to a probe costs no lookup.
+      const url = request.routeOptions.url;
+      if (url === undefined || !(url.startsWith('/api/') || url === DASHBOARD || url.startsWith(`${DASHBOARD}/`))) {
+        return done();
+      }
       if (auth.adminKey && secretsEqual(secret, auth.adminKey)) {
         request.principal = ADMIN_PRINCIPAL;
         return done();

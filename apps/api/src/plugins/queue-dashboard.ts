@@ -9,9 +9,13 @@ const BASE_PATH = '/admin/queues';
 
 /**
  * bull-board on the API at /admin/queues. With the in-process runner there is no queue to show:
- * the path answers 404 saying why, rather than not existing.
+ * the path answers 404 saying why, rather than not existing. `readOnly` (AUTH off and no admin
+ * key: anyone reaching the port sees it) lets it show jobs but not retry, remove or pause them.
  */
-export async function queueDashboard(app: FastifyInstance, { queues }: { queues: Queue[] }) {
+export async function queueDashboard(
+  app: FastifyInstance,
+  { queues, readOnly }: { queues: Queue[]; readOnly: boolean },
+) {
   if (queues.length === 0) {
     const handler = (request: Parameters<typeof sendFailure>[1], reply: Parameters<typeof sendFailure>[0]) =>
       sendFailure(
@@ -25,7 +29,7 @@ export async function queueDashboard(app: FastifyInstance, { queues }: { queues:
     return;
   }
   const serverAdapter = new FastifyAdapter();
-  createBullBoard({ queues: queues.map((q) => new BullMQAdapter(q)), serverAdapter });
+  createBullBoard({ queues: queues.map((q) => new BullMQAdapter(q, { readOnlyMode: readOnly })), serverAdapter });
   serverAdapter.setBasePath(BASE_PATH);
   await app.register(serverAdapter.registerPlugin(), { prefix: BASE_PATH });
 }

@@ -10,12 +10,21 @@ declare module 'fastify' {
   }
 }
 
-/** The bucket a request counts against, or null when it is not limited (everything outside /api). */
+const DASHBOARD = '/admin/queues';
+
+/**
+ * The bucket a request counts against, or null when it is not limited. Outside /api only what
+ * could be guessing a credential counts (as `default`, per client): the queue dashboard, and
+ * any request that carries an Authorization header — probes without one stay unlimited.
+ */
 export function bucketOf(request: FastifyRequest): RateBucket | null {
+  const path = request.routeOptions.url ?? request.url;
+  if (!path.startsWith('/api/')) {
+    const dashboard = path === DASHBOARD || path.startsWith(`${DASHBOARD}/`);
+    return dashboard || request.headers.authorization !== undefined ? 'default' : null;
+  }
   const config = request.routeOptions.config;
   if (config?.rateLimit === false) return null;
-  const path = request.routeOptions.url ?? request.url;
-  if (!path.startsWith('/api/')) return null;
   return config?.rateLimit ?? 'default';
 }
 
