@@ -38,6 +38,9 @@ describe('loadConfig', () => {
       MIGRATE_ON_START: true,
       RATE_LIMIT: true,
       VERIFY_MIN_SCORE: 100,
+      // A killed worker's job is taken again within lock + stall interval: 5 s.
+      WORKER_LOCK_DURATION_MS: 4000,
+      WORKER_STALLED_INTERVAL_MS: 1000,
     });
     expect(Object.isFrozen(config)).toBe(true);
   });

@@ -126,9 +126,12 @@ const jobsEnv = {
    * processes (docs/jobs.md "Scaling").
    */
   WORKER_CONCURRENCY_RECOMPUTE: positiveInt(1),
-  /** How long a job's lock lasts; a killed worker's jobs are taken again after it (stalled). */
-  WORKER_LOCK_DURATION_MS: positiveInt(30_000),
-  WORKER_STALLED_INTERVAL_MS: positiveInt(30_000),
+  /**
+   * How long a job's lock lasts (a live worker renews it every half); a killed worker's job is
+   * taken again once its lock has lapsed and a stall check has run: within lock + interval, 5 s.
+   */
+  WORKER_LOCK_DURATION_MS: positiveInt(4000),
+  WORKER_STALLED_INTERVAL_MS: positiveInt(1000),
 };
 
 /** The HTTP API and its edge (auth, limits, CORS); docs/edge.md. */
