@@ -116,11 +116,31 @@ describe.runIf(hasRedis)('BullMQ transport on a real Redis', () => {
     }
   });
 
+  it('keeps a batch result readable through a burst of refreshes larger than what refreshes keep', async () => {
+    const agent = await createAgent(t.app);
+    const batch = await post(t.app, '/api/agents/batch-scores', { agents: [agent], scores: [300], reasons: ['0x'] });
+    const jobId = batch.headers['x-job-id'] as string;
+    expect(batch.statusCode).toBe(200);
+    // More refreshes than a queue keeps of them (keepCount), all completed.
+    const burst = jobs.refreshAgent.options.keepCount + 100;
+    const ids = await Promise.all(
+      Array.from({ length: burst }, (_, i) =>
+        t.jobs.enqueue(jobs.refreshAgent, { agent: `0x${i.toString(16).padStart(40, '0')}` }),
+      ),
+    );
+    await expect
+      .poll(async () => (await get(t.app, `/api/jobs/${ids.at(-1)?.jobId}`)).json().data?.status, { timeout: 60_000 })
+      .toBe('completed');
+    const job = await get(t.app, `/api/jobs/${jobId}`);
+    expect(job.statusCode).toBe(200);
+    expect(job.json().data).toMatchObject({ status: 'completed', result: { updated: 1 } });
+  }, 90_000);
+
   it('shows the queue dashboard read-only when auth is off and no admin key is set', async () => {
     const res = await t.app.inject({ method: 'GET', url: '/admin/queues/api/queues' });
     expect(res.statusCode).toBe(200);
     const queues = (res.json() as { queues: Array<{ name: string; readOnlyMode: boolean }> }).queues;
-    expect(queues.map((q) => q.name).sort()).toEqual(['checks', 'recompute', 'scores']);
+    expect(queues.map((q) => q.name).sort()).toEqual(['checks', 'recompute', 'refresh', 'scores']);
     expect(queues.every((q) => q.readOnlyMode)).toBe(true);
   });
 

@@ -122,12 +122,17 @@ describe('the admin key in production', () => {
 
 describe('queue settings', () => {
   it('gives recomputation chunks one at a time per process and the other queues WORKER_CONCURRENCY', () => {
-    expect(queueConcurrency(loadConfig({ WORKER_CONCURRENCY: '6' }))).toEqual({ scores: 6, checks: 6, recompute: 1 });
+    expect(queueConcurrency(loadConfig({ WORKER_CONCURRENCY: '6' }))).toEqual({
+      scores: 6,
+      checks: 6,
+      recompute: 1,
+      refresh: 6,
+    });
   });
 
   it('lets WORKER_CONCURRENCY_<QUEUE> override any queue, its own default included', () => {
     const config = loadConfig({ WORKER_CONCURRENCY_RECOMPUTE: '3', WORKER_CONCURRENCY_CHECKS: '8' });
-    expect(queueConcurrency(config)).toEqual({ scores: 4, checks: 8, recompute: 3 });
+    expect(queueConcurrency(config)).toEqual({ scores: 4, checks: 8, recompute: 3, refresh: 4 });
   });
 
   it('has a concurrency setting for every queue', () => {

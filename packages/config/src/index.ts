@@ -8,7 +8,7 @@ import { z } from 'zod';
  */
 
 /** Every queue. Queue names never contain ':' or '-' (job ids are `<queue>-<uuid>`). */
-export const queueNames = ['scores', 'checks', 'recompute'] as const;
+export const queueNames = ['scores', 'checks', 'recompute', 'refresh'] as const;
 export type QueueName = (typeof queueNames)[number];
 
 /** Reads an optional env value; empty strings count as unset. */
@@ -120,6 +120,7 @@ const jobsEnv = {
   WORKER_CONCURRENCY: positiveInt(4),
   WORKER_CONCURRENCY_SCORES: optionalPositiveInt,
   WORKER_CONCURRENCY_CHECKS: optionalPositiveInt,
+  WORKER_CONCURRENCY_REFRESH: optionalPositiveInt,
   /**
    * A recomputation chunk is two bulk statements that keep a database core busy for their whole
    * run, so a process runs one at a time and a recomputation goes faster with more worker
@@ -253,6 +254,7 @@ export function queueConcurrency(config: Config): Readonly<Record<QueueName, num
     scores: config.WORKER_CONCURRENCY_SCORES ?? config.WORKER_CONCURRENCY,
     checks: config.WORKER_CONCURRENCY_CHECKS ?? config.WORKER_CONCURRENCY,
     recompute: config.WORKER_CONCURRENCY_RECOMPUTE,
+    refresh: config.WORKER_CONCURRENCY_REFRESH ?? config.WORKER_CONCURRENCY,
   };
 }
 

@@ -1,14 +1,16 @@
 import { describe, expect, it } from 'vitest';
-import { assertAwaited, awaitedQueues, jobs } from './registry.ts';
+import { assertAwaited, awaitedQueues, jobs, jobsOfQueue } from './registry.ts';
 
 describe('queues', () => {
   it('put recomputation chunks on a queue of their own, apart from batch scores and refreshes', () => {
     expect(jobs.recomputeChunk.queue).toBe('recompute');
-    expect([jobs.batchScores.queue, jobs.refreshAgent.queue, jobs.recompute.queue]).toEqual([
-      'scores',
-      'scores',
-      'scores',
-    ]);
+    expect([jobs.batchScores.queue, jobs.recompute.queue]).toEqual(['scores', 'scores']);
+  });
+
+  it('keep refreshes apart from every job whose result someone reads', () => {
+    // BullMQ trims completed jobs per queue by count: a burst of refreshes must not trim them.
+    expect(jobs.refreshAgent.queue).toBe('refresh');
+    expect(jobsOfQueue('refresh').every((j) => !j.awaited)).toBe(true);
   });
 });
 

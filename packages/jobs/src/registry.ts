@@ -72,7 +72,9 @@ export const jobs = {
   }),
   refreshAgent: defineJob({
     name: 'scores.refresh-agent',
-    queue: 'scores',
+    // A queue of its own: BullMQ keeps completed jobs per queue by count, so a burst of
+    // refreshes trimmed the results of batch and recomputation jobs still being read.
+    queue: 'refresh',
     payload: z.object({ agent: address }),
     result: z.object({ scored: z.number().int(), updated: z.number().int(), worker: z.string() }),
     options: { keepCompletedSeconds: 600, keepCount: 1000 },
