@@ -189,6 +189,34 @@ describe('a score set by a client', () => {
   });
 });
 
+describe('housekeeping', () => {
+  it('purges expired idempotency keys on a schedule and keeps live ones', async () => {
+    const ctx = await createTestApp({ env: { IDEMPOTENCY_PURGE_INTERVAL_MS: '50' } });
+    try {
+      const row = (key: string, expiresAt: Date) => ({
+        scope: 'POST /test',
+        key,
+        request_hash: 'h',
+        status_code: 200,
+        response: '{}',
+        created_at: new Date(),
+        expires_at: expiresAt,
+      });
+      await ctx.database.db
+        .insertInto('idempotency_keys')
+        .values([row('expired', new Date(Date.now() - 1000)), row('live', new Date(Date.now() + 86_400_000))])
+        .execute();
+      const keys = async () =>
+        (await ctx.database.db.selectFrom('idempotency_keys').select('key').where('scope', '=', 'POST /test').execute())
+          .map((r) => r.key)
+          .sort();
+      await expect.poll(keys, { timeout: 5000 }).toEqual(['live']);
+    } finally {
+      await ctx.close();
+    }
+  });
+});
+
 describe('waiting for a job', () => {
   it('answers 202 with the job id when the job outlasts the wait, and GET /api/jobs/:id gives the result later', async () => {
     const ctx = await createTestApp({

@@ -127,12 +127,13 @@ describe('queue settings', () => {
       checks: 6,
       recompute: 1,
       refresh: 6,
+      maintenance: 1,
     });
   });
 
   it('lets WORKER_CONCURRENCY_<QUEUE> override any queue, its own default included', () => {
     const config = loadConfig({ WORKER_CONCURRENCY_RECOMPUTE: '3', WORKER_CONCURRENCY_CHECKS: '8' });
-    expect(queueConcurrency(config)).toEqual({ scores: 4, checks: 8, recompute: 3, refresh: 4 });
+    expect(queueConcurrency(config)).toEqual({ scores: 4, checks: 8, recompute: 3, refresh: 4, maintenance: 1 });
   });
 
   it('has a concurrency setting for every queue', () => {

@@ -8,7 +8,7 @@ import { z } from 'zod';
  */
 
 /** Every queue. Queue names never contain ':' or '-' (job ids are `<queue>-<uuid>`). */
-export const queueNames = ['scores', 'checks', 'recompute', 'refresh'] as const;
+export const queueNames = ['scores', 'checks', 'recompute', 'refresh', 'maintenance'] as const;
 export type QueueName = (typeof queueNames)[number];
 
 /** Reads an optional env value; empty strings count as unset. */
@@ -121,6 +121,10 @@ const jobsEnv = {
   WORKER_CONCURRENCY_SCORES: optionalPositiveInt,
   WORKER_CONCURRENCY_CHECKS: optionalPositiveInt,
   WORKER_CONCURRENCY_REFRESH: optionalPositiveInt,
+  /** Housekeeping jobs (purges) run one at a time. */
+  WORKER_CONCURRENCY_MAINTENANCE: positiveInt(1),
+  /** How often expired idempotency keys (kept 24 h) are purged. */
+  IDEMPOTENCY_PURGE_INTERVAL_MS: positiveInt(3_600_000),
   /**
    * A recomputation chunk is two bulk statements that keep a database core busy for their whole
    * run, so a process runs one at a time and a recomputation goes faster with more worker
@@ -255,6 +259,7 @@ export function queueConcurrency(config: Config): Readonly<Record<QueueName, num
     checks: config.WORKER_CONCURRENCY_CHECKS ?? config.WORKER_CONCURRENCY,
     recompute: config.WORKER_CONCURRENCY_RECOMPUTE,
     refresh: config.WORKER_CONCURRENCY_REFRESH ?? config.WORKER_CONCURRENCY,
+    maintenance: config.WORKER_CONCURRENCY_MAINTENANCE,
   };
 }
 

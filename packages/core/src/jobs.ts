@@ -1,5 +1,6 @@
 import { DomainJobError, type Processors } from '@vouch/jobs';
 import { anomalyProcessor, sanctionsProcessor, verifyProcessor } from './checks/checks.jobs.ts';
+import { purgeIdempotencyProcessor } from './idempotency/idempotency.jobs.ts';
 import {
   batchScoresProcessor,
   recomputeChunkProcessor,
@@ -36,6 +37,7 @@ export function createProcessors(services: Services, worker: string): Processors
     'checks.verify': verifyProcessor(services),
     'checks.sanctions': sanctionsProcessor(services),
     'checks.anomaly': anomalyProcessor(services),
+    'maintenance.purge-idempotency': purgeIdempotencyProcessor(services),
   };
   return Object.fromEntries(
     Object.entries(processors).map(([name, fn]) => [name, domainErrors(fn as (...a: unknown[]) => Promise<unknown>)]),

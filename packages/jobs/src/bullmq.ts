@@ -259,6 +259,21 @@ export function createBullmqRunner(options: BullmqOptions): JobRunner & { queues
       return { jobId: added.id as string };
     },
 
+    async every<J extends AnyJob>(job: J, payload: PayloadOf<J>, everyMs: number) {
+      const { attempts, backoff, removeOnComplete, removeOnFail } = jobOptions(job);
+      await guarded(() =>
+        queueFor(job).upsertJobScheduler(
+          job.name,
+          { every: everyMs },
+          {
+            name: job.name,
+            data: job.payload.parse(payload),
+            opts: { attempts, backoff, removeOnComplete, removeOnFail },
+          },
+        ),
+      );
+    },
+
     async get(jobId: string): Promise<JobInfo | null> {
       const queueName = queueOf(jobId);
       const queue = queueName ? queues.get(queueName) : undefined;

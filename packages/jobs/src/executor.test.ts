@@ -115,7 +115,7 @@ describe('the in-process runner', () => {
           return screening;
         }),
       }),
-      concurrency: { scores: 1, checks: 1, recompute: 1, refresh: 1 },
+      concurrency: { scores: 1, checks: 1, recompute: 1, refresh: 1, maintenance: 1 },
       waitMs: 60_000,
     });
     return { runner, calls };

@@ -58,6 +58,7 @@ export function createInProcessRunner(options: InProcessOptions): JobRunner {
   const dedupe = new Map<string, string>();
   const keep = options.keepFinished ?? 5000;
   let closed = false;
+  const timers: NodeJS.Timeout[] = [];
 
   function create(job: AnyJob, payload: unknown, status: JobStatus): JobRecord {
     const parsed = job.payload.parse(payload);
@@ -236,6 +237,14 @@ export function createInProcessRunner(options: InProcessOptions): JobRunner {
       return { jobId: record.info.id };
     },
 
+    async every<J extends AnyJob>(job: J, payload: PayloadOf<J>, everyMs: number) {
+      const timer = setInterval(() => {
+        if (!closed) this.enqueue(job, payload).catch(() => {});
+      }, everyMs);
+      timer.unref();
+      timers.push(timer);
+    },
+
     async get(jobId: string) {
       const record = records.get(jobId);
       return record ? { ...record.info } : null;
@@ -245,6 +254,7 @@ export function createInProcessRunner(options: InProcessOptions): JobRunner {
 
     async close() {
       closed = true;
+      for (const timer of timers) clearInterval(timer);
       // Let running jobs finish; waiting ones are dropped with the process.
       await Promise.all([...records.values()].filter((r) => r.info.status === 'active').map((r) => r.finished));
     },

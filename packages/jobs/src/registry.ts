@@ -79,6 +79,13 @@ export const jobs = {
     result: z.object({ scored: z.number().int(), updated: z.number().int(), worker: z.string() }),
     options: { keepCompletedSeconds: 600, keepCount: 1000 },
   }),
+  purgeIdempotency: defineJob({
+    name: 'maintenance.purge-idempotency',
+    queue: 'maintenance',
+    payload: z.object({}),
+    result: z.object({ purged: z.number().int() }),
+    options: { keepCompletedSeconds: 86_400, keepCount: 100 },
+  }),
   verify: defineJob({
     name: 'checks.verify',
     queue: 'checks',

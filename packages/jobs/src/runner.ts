@@ -45,6 +45,11 @@ export interface JobRunner {
     opts?: { waitMs?: number },
   ): Promise<RunOutcome<ResultOf<J>>>;
   enqueue<J extends AnyJob>(job: J, payload: PayloadOf<J>, opts?: EnqueueOptions): Promise<{ jobId: string }>;
+  /**
+   * Runs `job` every `everyMs` from now on: one schedule per job name however many processes ask
+   * (a BullMQ job scheduler), or a timer of this process with the in-process runner.
+   */
+  every<J extends AnyJob>(job: J, payload: PayloadOf<J>, everyMs: number): Promise<void>;
   get(jobId: string): Promise<JobInfo | null>;
   /** Counts per queue and state, for metrics and readiness. */
   ping(): Promise<void>;

@@ -25,6 +25,7 @@ import {
   createInProcessRunner,
   type Executor,
   type JobRunner,
+  jobs as jobsRegistry,
   type Processors,
   startBullmqWorkers,
 } from '@vouch/jobs';
@@ -203,6 +204,13 @@ export async function createRuntime(config: Config, overrides: RuntimeOverrides 
     }
     if (!config.CHAIN_RPC_URL && role !== 'cli') {
       logger.warn('CHAIN_RPC_URL is unset: the chain checks of a verification fail with "no chain configured"');
+    }
+
+    // Housekeeping: expired idempotency keys are purged on a schedule (one per deployment on BullMQ).
+    if (role === 'all' || role === 'api') {
+      await jobs
+        .every(jobsRegistry.purgeIdempotency, {}, config.IDEMPOTENCY_PURGE_INTERVAL_MS)
+        .catch((err) => logger.warn({ err }, 'the idempotency purge could not be scheduled; retried at next start'));
     }
 
     // The bundled OFAC snapshot is loaded on first start; later snapshots come from `npm run sanctions:import`.
