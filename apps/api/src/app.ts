@@ -85,7 +85,11 @@ export async function buildApp(deps: AppDeps) {
   }
   // With AUTH off and no admin key the dashboard is anyone's: it may show, not change.
   const dashboardReadOnly = (deps.auth?.mode ?? 'off') === 'off' && !deps.auth?.adminKey;
-  await app.register(queueDashboard, { queues: deps.queues ?? [], readOnly: dashboardReadOnly });
+  await app.register(queueDashboard, {
+    queues: deps.queues ?? [],
+    readOnly: dashboardReadOnly,
+    ping: () => deps.jobs?.ping() ?? Promise.resolve(),
+  });
   return app;
 }
 

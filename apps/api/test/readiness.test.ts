@@ -132,6 +132,14 @@ describe('readiness, job metrics and the dashboard with BullMQ on a disposable R
     const batch = await registerAndBatch(1);
     expect(batch.statusCode).toBe(503);
     expect(failureEnvelope.parse(batch.json()).error.code).toBe('SERVICE_UNAVAILABLE');
+    // The dashboard says the queue is unavailable instead of waiting for Redis.
+    const basicAdmin = { authorization: `Basic ${Buffer.from(`ops:${ADMIN}`).toString('base64')}` };
+    const dashboard = await Promise.race([
+      t.app.inject({ method: 'GET', url: '/admin/queues/api/queues', headers: basicAdmin }),
+      new Promise<null>((resolve) => setTimeout(() => resolve(null), 5000)),
+    ]);
+    expect(dashboard?.statusCode).toBe(503);
+    expect(failureEnvelope.parse(dashboard?.json()).error.code).toBe('SERVICE_UNAVAILABLE');
     // The scrape still answers, without the Redis figures it could not read.
     const scrapeStarted = Date.now();
     const metrics = await t.app.inject({ method: 'GET', url: '/metrics' });

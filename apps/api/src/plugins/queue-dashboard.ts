@@ -14,7 +14,7 @@ const BASE_PATH = '/admin/queues';
  */
 export async function queueDashboard(
   app: FastifyInstance,
-  { queues, readOnly }: { queues: Queue[]; readOnly: boolean },
+  { queues, readOnly, ping }: { queues: Queue[]; readOnly: boolean; ping: () => Promise<void> },
 ) {
   if (queues.length === 0) {
     const handler = (request: Parameters<typeof sendFailure>[1], reply: Parameters<typeof sendFailure>[0]) =>
@@ -28,6 +28,17 @@ export async function queueDashboard(
     app.get(`${BASE_PATH}/*`, { schema: { hide: true } }, handler);
     return;
   }
+  // While Redis is away bull-board's own requests would wait for it: answer 503 at once instead.
+  app.addHook('onRequest', (request, reply, done) => {
+    const url = request.routeOptions.url ?? '';
+    if (url !== BASE_PATH && !url.startsWith(`${BASE_PATH}/`)) return done();
+    ping().then(
+      () => done(),
+      () => {
+        sendFailure(reply, request, 'SERVICE_UNAVAILABLE', 'the job queue (Redis) is unavailable; retry shortly');
+      },
+    );
+  });
   const serverAdapter = new FastifyAdapter();
   createBullBoard({ queues: queues.map((q) => new BullMQAdapter(q, { readOnlyMode: readOnly })), serverAdapter });
   serverAdapter.setBasePath(BASE_PATH);
