@@ -64,10 +64,14 @@ describe('R6 — PostgreSQL restarted (fast, then immediate)', () => {
       await load.stop();
       const books = await settleAndCheck(load.records, stack.ledger);
 
-      // Checks accepted while the database was away ran once it was back.
-      const accepted = down.filter((l) => l.jobId).map((l) => l.jobId as string);
-      expect(accepted.length).toBeGreaterThan(0);
-      await expectJobsCompleted(stack.bullmq.client, accepted, 30_000);
+      // Checks accepted while the database was away ran once it was back, on either transport.
+      const acceptedBy = (api: { name: string }) =>
+        down.filter((l) => l.jobId && l.name.startsWith(api.name)).map((l) => l.jobId as string);
+      const accepted = [...acceptedBy(stack.bullmq), ...acceptedBy(stack.inProcess)];
+      expect(acceptedBy(stack.bullmq).length).toBeGreaterThan(0);
+      expect(acceptedBy(stack.inProcess).length).toBeGreaterThan(0);
+      await expectJobsCompleted(stack.bullmq.client, acceptedBy(stack.bullmq), 30_000);
+      await expectJobsCompleted(stack.inProcess.client, acceptedBy(stack.inProcess), 30_000);
       expect(allAlive(stack)).toBe(true);
       report('R6', {
         mode,

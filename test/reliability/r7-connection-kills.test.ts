@@ -117,9 +117,14 @@ describe('R7 — connections killed under load', () => {
     }
     const books = await settleAndCheck(load.records, stack.ledger);
 
-    // Accepted jobs complete.
-    const accepted = queued.filter((q) => q.answer.status === 202).map((q) => q.answer.body.data.jobId as string);
-    await expectJobsCompleted(stack.bullmq.client, accepted, 30_000);
+    // Accepted jobs complete, on whichever transport took them.
+    const acceptedBy = (api: { name: string }) =>
+      queued
+        .filter((q) => q.api === api.name && q.answer.status === 202)
+        .map((q) => q.answer.body.data.jobId as string);
+    const accepted = [...acceptedBy(stack.bullmq), ...acceptedBy(stack.inProcess)];
+    await expectJobsCompleted(stack.bullmq.client, acceptedBy(stack.bullmq), 30_000);
+    await expectJobsCompleted(stack.inProcess.client, acceptedBy(stack.inProcess), 30_000);
     expect(allAlive(stack)).toBe(true);
     report('R7', {
       case: 'killed connections',
