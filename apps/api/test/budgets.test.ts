@@ -7,6 +7,7 @@ import {
   post,
   randomAddress,
   recordTx,
+  spendLedger,
   type TestContext,
 } from '@vouch/testkit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -19,14 +20,7 @@ afterAll(() => t.close());
 
 const MAX = (2n ** 256n - 1n).toString();
 
-async function ledger(agent: string) {
-  return t.database.db
-    .selectFrom('spends')
-    .select(['amount', 'accepted', 'reason'])
-    .where('agent', '=', agent)
-    .orderBy('id')
-    .execute();
-}
+const ledger = (agent: string) => spendLedger(t.database.db, agent);
 
 describe('POST /api/budgets/:address/set and GET', () => {
   it('first set needs daily and monthly limits; perTxLimit defaults to dailyLimit', async () => {

@@ -1,6 +1,6 @@
 import { readFile } from 'node:fs/promises';
 import { budgetCheck, failureEnvelope, successEnvelope } from '@vouch/schemas';
-import { createAgent, createAgentWithBudget, createTestApp, post, type TestContext } from '@vouch/testkit';
+import { createAgent, createAgentWithBudget, createTestApp, post, spendLedger, type TestContext } from '@vouch/testkit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 // On the bundled OFAC list (the ETH list).
@@ -13,14 +13,7 @@ beforeAll(async () => {
 });
 afterAll(() => t.close());
 
-async function ledger(agent: string) {
-  return t.database.db
-    .selectFrom('spends')
-    .select(['amount', 'accepted', 'reason'])
-    .where('agent', '=', agent)
-    .orderBy('id')
-    .execute();
-}
+const ledger = (agent: string) => spendLedger(t.database.db, agent);
 
 async function expectRefused(agent: string) {
   const check = successEnvelope(budgetCheck).parse(

@@ -122,42 +122,30 @@ describe('POST /api/transactions/record', () => {
 
 describe('self-reported times', () => {
   const now = () => Math.floor(t.clock.now.getTime() / 1000);
+  const record = (agent: string, fields: Record<string, unknown>) =>
+    post(t.app, '/api/transactions/record', { agent, txHash: randomTxHash(), amount: '1', type: 0, ...fields });
 
   it('refuses a transaction dated more than 5 minutes ahead, storing nothing; a little skew is accepted', async () => {
     const agent = await createAgent(t.app);
-    const ahead = await post(t.app, '/api/transactions/record', {
-      agent,
-      txHash: randomTxHash(),
-      amount: '1',
-      type: 0,
-      timestamp: now() + 301,
-    });
+    const ahead = await record(agent, { timestamp: now() + 301 });
     expect(ahead.statusCode).toBe(400);
     expect(ahead.json().error.details).toEqual([
       { path: 'body.timestamp', message: expect.stringMatching(/in the future/) },
     ]);
     expect(await txCount(agent)).toBe(0);
-    const skewed = await post(t.app, '/api/transactions/record', {
-      agent,
-      txHash: randomTxHash(),
-      amount: '1',
-      type: 0,
-      timestamp: now() + 60,
-    });
+    const skewed = await record(agent, { timestamp: now() + 60 });
     expect(skewed.statusCode).toBe(201);
   });
 
   it('accepts a transaction dated before the agent was first seen, and marks it', async () => {
     const agent = await createAgent(t.app);
-    const record = (body: Record<string, unknown>) =>
-      post(t.app, '/api/transactions/record', { agent, txHash: randomTxHash(), amount: '1', type: 0, ...body });
-    const before = await record({ timestamp: now() - 86_400 });
+    const before = await record(agent, { timestamp: now() - 86_400 });
     expect(before.statusCode).toBe(201);
     expect(before.json().data.backdated).toBe(true);
     t.clock.advance(1000);
-    const after = await record({ timestamp: now() });
+    const after = await record(agent, { timestamp: now() });
     expect(after.json().data.backdated).toBe(false);
-    expect((await record({})).json().data.backdated).toBe(false);
+    expect((await record(agent, {})).json().data.backdated).toBe(false);
   });
 });
 

@@ -37,3 +37,13 @@ export async function agentCount(db: Kysely<DB>): Promise<number> {
   const { rows } = await sql<{ n: number }>`SELECT count(*)::int AS n FROM agents`.execute(db);
   return rows[0]?.n ?? 0;
 }
+
+/** An agent's spend ledger, oldest first: what each attempt asked and whether it was accepted. */
+export function spendLedger(db: Kysely<DB>, agent: string) {
+  return db
+    .selectFrom('spends')
+    .select(['amount', 'accepted', 'reason'])
+    .where('agent', '=', agent)
+    .orderBy('id')
+    .execute();
+}
