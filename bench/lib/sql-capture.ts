@@ -1,4 +1,4 @@
-import type { Services } from '@vouch/core';
+import { type Services, systemActor } from '@vouch/core';
 import type { Database, DB } from '@vouch/db';
 import { createTestRuntime } from '@vouch/testkit';
 import { DummyDriver, Kysely, PostgresAdapter, PostgresIntrospector, PostgresQueryCompiler } from 'kysely';
@@ -68,7 +68,7 @@ export async function spendSql(
   const query = await capture(
     'services.budgets.spend (POST /api/budgets/:address/spend)',
     () => now,
-    (s) => s.budgets.spend(address, amount),
+    (s) => s.budgets.spend(systemActor(), address, amount),
   );
   // The clock's Date object is passed through as-is wherever the statement uses "now".
   const nowPositions = query.parameters.flatMap((p, i) => (p === now ? [i] : []));

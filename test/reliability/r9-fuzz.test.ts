@@ -1,3 +1,4 @@
+import { systemActor } from '@vouch/core';
 import type { TestContext } from '@vouch/testkit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type FuzzFixtures, type FuzzRoute, fuzzRoutes, fuzzTableGaps, fuzzTarget } from './support/fuzz.ts';
@@ -20,7 +21,7 @@ describe('R9 — hostile input never yields a 5xx, a hang or a change from a ref
     routes = target.routes;
     const { agent, observed } = target.fixtures;
     const admin = { authorization: `Bearer ${ADMIN}` };
-    const job = await t.services.scoring.recompute({ agents: [agent] });
+    const job = await t.services.scoring.recompute(systemActor(), { agents: [agent] });
     const key = await t.app.inject({
       method: 'POST',
       url: '/api/keys',

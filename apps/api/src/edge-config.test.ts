@@ -7,6 +7,7 @@ describe('edge dependencies from config', () => {
     const edge = edgeDeps(loadApiConfig({}));
     expect(edge.rateLimit).toEqual({
       limits: { default: 100, register: 20, batch: 10, compute: 1000 },
+      organizationLimit: 1000,
       redisUrl: undefined,
       keyPrefix: 'vouch:ratelimit',
     });
@@ -21,6 +22,7 @@ describe('edge dependencies from config', () => {
         RATE_LIMIT_REGISTER: '3',
         RATE_LIMIT_BATCH: '2',
         RATE_LIMIT_COMPUTE: '50',
+        RATE_LIMIT_ORGANIZATION: '400',
         REDIS_URL: 'redis://127.0.0.1:6379',
         BULLMQ_PREFIX: 'p1',
         CORS_ORIGINS: 'https://a.example, https://b.example ,',
@@ -28,6 +30,7 @@ describe('edge dependencies from config', () => {
     );
     expect(edge.rateLimit).toEqual({
       limits: { default: 7, register: 3, batch: 2, compute: 50 },
+      organizationLimit: 400,
       redisUrl: 'redis://127.0.0.1:6379',
       keyPrefix: 'p1:ratelimit',
     });

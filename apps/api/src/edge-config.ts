@@ -18,6 +18,7 @@ export function edgeDeps(config: Config): {
             batch: config.RATE_LIMIT_BATCH,
             compute: config.RATE_LIMIT_COMPUTE,
           },
+          organizationLimit: config.RATE_LIMIT_ORGANIZATION,
           redisUrl: config.REDIS_URL,
           keyPrefix: `${config.BULLMQ_PREFIX}:ratelimit`,
         }

@@ -15,6 +15,9 @@ import { createRateLimiter, type RateLimitOptions } from './rate-limiter.ts';
 import type { ReadinessChecks } from './readiness.ts';
 import { operationsRoutes } from './routes/operations.routes.ts';
 
+/** How often the organizations' own rate limits are read again. */
+const ORGANIZATION_LIMITS_REFRESH_MS = 30_000;
+
 /** What the edge of the app needs (auth, limits, docs, probes, metrics); all optional. */
 export interface EdgeDeps {
   services: Services;
@@ -70,8 +73,27 @@ export const edgePlugin = fp(
         })
       : null;
     if (limiter) {
-      app.addHook('onClose', () => limiter.close());
-      await app.register(rateLimitPlugin, { limiter });
+      // Organizations with a limit of their own: read at start and every 30 s, so a change made
+      // through any replica holds on every replica within that time.
+      let organizationLimits = new Map<string, number>();
+      const refresh = () =>
+        deps.services.organizations.rateLimits().then(
+          (limits) => {
+            organizationLimits = limits;
+          },
+          (err) => app.log.warn({ err }, 'organizations’ rate limits could not be read; keeping the last ones'),
+        );
+      void refresh();
+      const timer = setInterval(refresh, ORGANIZATION_LIMITS_REFRESH_MS);
+      timer.unref();
+      app.addHook('onClose', async () => {
+        clearInterval(timer);
+        await limiter.close();
+      });
+      await app.register(rateLimitPlugin, {
+        limiter,
+        organizationLimit: (organizationId) => organizationLimits.get(organizationId),
+      });
     }
     await app.register(authorizePlugin, { auth });
 

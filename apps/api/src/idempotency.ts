@@ -4,6 +4,7 @@ import type { DB, Kysely } from '@vouch/db';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { z } from 'zod';
 import { ok } from './http.ts';
+import { actorOf } from './plugins/auth.ts';
 
 export const idempotencyHeaders = z.object({
   'idempotency-key': z
@@ -33,12 +34,17 @@ export async function idempotent<T>(
     reply.code(statusOf(value));
     return ok(value);
   }
-  // Per route and per API key, so two clients cannot collide on the same key.
-  const client = request.principal ? ` key:${request.principal.id}` : '';
-  const scope = `${request.method} ${request.routeOptions.url}${client}`;
+  // An organization's own and per route: two organizations never collide on a key, and every
+  // key of one organization sees the same stored answers.
+  const scope = `${request.method} ${request.routeOptions.url}`;
   const effects: Array<() => void> = [];
   const result = await services.idempotency.execute(
-    { scope, key, request: { params: request.params, body: request.body } },
+    {
+      organizationId: actorOf(request).organizationId,
+      scope,
+      key,
+      request: { params: request.params, body: request.body },
+    },
     statusOf,
     (trx) => work(trx, (effect) => effects.push(effect)),
   );

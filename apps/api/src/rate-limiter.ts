@@ -4,10 +4,14 @@ import { RateLimiterMemory, RateLimiterRedis, RateLimiterRes } from 'rate-limite
 
 /** The rate-limit buckets (docs/edge.md): every /api route falls in exactly one. */
 export type RateBucket = 'default' | 'register' | 'batch' | 'compute';
+/** What a limit is counted in: a route's bucket per client, or an organization's shared allowance. */
+export type RateCounter = RateBucket | 'organization';
 
 export interface RateLimitOptions {
   /** Requests per window per client, by bucket. */
   limits: Record<RateBucket, number>;
+  /** Requests per window shared by all keys of one organization, unless the organization has its own. */
+  organizationLimit?: number;
   windowSeconds?: number;
   /** Shared store for every API replica; absent → counters in this process. */
   redisUrl?: string | undefined;
@@ -28,8 +32,11 @@ export interface RateDecision {
 
 export interface RateLimiter {
   readonly store: 'redis' | 'memory';
-  /** Synchronous when this process already holds leased points for the client (no Redis round trip). */
-  consume(bucket: RateBucket, client: string): RateDecision | Promise<RateDecision>;
+  /**
+   * Counts one request of `client` in `counter`, against `points` (default: the bucket's limit).
+   * Synchronous when this process already holds leased points for the client (no Redis round trip).
+   */
+  consume(counter: RateCounter, client: string, points?: number): RateDecision | Promise<RateDecision>;
   /** Rejects when the shared store does not answer; null when there is none. */
   ping: (() => Promise<void>) | null;
   close(): Promise<void>;
@@ -46,7 +53,6 @@ const COMMAND_TIMEOUT_MS = 500;
 export function createRateLimiter(options: RateLimitOptions): RateLimiter {
   const duration = options.windowSeconds ?? 60;
   const prefix = options.keyPrefix ?? 'vouch:ratelimit';
-  const buckets = Object.keys(options.limits) as RateBucket[];
   let closed = false;
   let client: Redis | undefined;
 
@@ -78,10 +84,14 @@ export function createRateLimiter(options: RateLimitOptions): RateLimiter {
     });
   }
 
-  const limiters = new Map(
-    buckets.map((bucket) => {
-      const points = options.limits[bucket];
-      const keyPrefix = `${prefix}:${bucket}`;
+  // One limiter per counter and limit: organizations with limits of their own share the
+  // counter's keys (`<prefix>:organization:<id>`) but not its number of points.
+  const limiters = new Map<string, { limiter: RateLimiterRedis | RateLimiterMemory; points: number }>();
+  function limiterFor(counter: RateCounter, points: number) {
+    const id = `${counter}:${points}`;
+    let entry = limiters.get(id);
+    if (!entry) {
+      const keyPrefix = `${prefix}:${counter}`;
       const memory = new RateLimiterMemory({ keyPrefix, points, duration });
       const limiter = client
         ? new RateLimiterRedis({
@@ -93,9 +103,13 @@ export function createRateLimiter(options: RateLimitOptions): RateLimiter {
             insuranceLimiter: memory,
           })
         : memory;
-      return [bucket, { limiter, points }] as const;
-    }),
-  );
+      entry = { limiter, points };
+      limiters.set(id, entry);
+    }
+    return entry;
+  }
+  const defaultPoints = (counter: RateCounter) =>
+    counter === 'organization' ? (options.organizationLimit ?? 1000) : options.limits[counter];
   // Shared counters are taken from Redis a few points at a time (leases, see `leaseSize`);
   // per-process counters have nothing to save.
   const leases = client ? new Map<string, Lease>() : null;
@@ -145,10 +159,9 @@ export function createRateLimiter(options: RateLimitOptions): RateLimiter {
   return {
     store: client ? 'redis' : 'memory',
 
-    consume(bucket, key) {
-      const entry = limiters.get(bucket) ?? limiters.get('default');
-      if (!entry) throw new Error(`no rate limit for bucket ${bucket}`);
-      const id = `${bucket}:${key}`;
+    consume(counter, key, points) {
+      const entry = limiterFor(counter, points ?? defaultPoints(counter));
+      const id = `${counter}:${key}`;
       const startedAt = performance.now();
       const known = leases?.get(id);
       const current = known && startedAt < known.expiresAt ? known : undefined;

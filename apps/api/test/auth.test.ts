@@ -20,8 +20,14 @@ async function createKey(body: Record<string, unknown>, key = ADMIN) {
 describe('API keys', () => {
   it('creates a key whose secret is shown once and stored only as a hash', async () => {
     const expiresAt = Math.floor(new Date('2026-05-01T00:00:00Z').getTime() / 1000);
+    // `write`, the scope before the finer ones, is granted as spend, manage and score.
     const created = await createKey({ name: 'checkout', scopes: ['write', 'read'], expiresAt });
-    expect(created).toMatchObject({ name: 'checkout', scopes: ['read', 'write'], expiresAt });
+    expect(created).toMatchObject({
+      name: 'checkout',
+      organizationId: 'default',
+      scopes: ['read', 'spend', 'manage', 'score'],
+      expiresAt,
+    });
     expect(created.createdAt).toBe(Math.floor(t.clock.now.getTime() / 1000));
     expect(created.key).toMatch(new RegExp(`^vk_${created.id}_[A-Za-z0-9_-]{43}$`));
 
@@ -258,7 +264,7 @@ describe('the auth matrix with AUTH=on', () => {
     }
   });
 
-  it('scopes Idempotency-Key to the API key: two clients using the same key do not collide', async () => {
+  it('scopes Idempotency-Key to the organization: its keys share it, another organization’s do not collide', async () => {
     const address = await createAgentWithBudgetAs(keys.admin as string);
     const spend = (key: string, amount: string) =>
       t.app.inject({
@@ -269,16 +275,41 @@ describe('the auth matrix with AUTH=on', () => {
       });
     const first = await spend(keys.write as string, '10');
     expect(first.statusCode).toBe(200);
-    // Another client, same Idempotency-Key, different body: its own request, not a reuse of the first's key.
-    const second = await spend(keys.admin as string, '20');
+    // Another key of the same organization retrying with the same Idempotency-Key is replayed.
+    const sameOrganization = await spend(keys.admin as string, '10');
+    expect(sameOrganization.headers['idempotency-replayed']).toBe('true');
+    expect(sameOrganization.json().data.dailySpent).toBe('10');
+
+    // Another organization, same Idempotency-Key, different body: its own request on its own budget.
+    const other = await organizationKey('idem-other', ['read', 'spend', 'manage']);
+    const set = await t.app.inject({
+      method: 'POST',
+      url: `/api/budgets/${address}/set`,
+      payload: { dailyLimit: '1000', monthlyLimit: '10000' },
+      headers: bearer(other),
+    });
+    expect(set.statusCode, set.body).toBe(200);
+    const second = await spend(other, '20');
     expect(second.statusCode).toBe(200);
     expect(second.headers['idempotency-replayed']).toBeUndefined();
-    expect(second.json().data.dailySpent).toBe('30');
-    // The first client retrying is replayed.
+    expect(second.json().data.dailySpent).toBe('20');
+    // The first organization's budget is untouched by the second's spend.
     const retry = await spend(keys.write as string, '10');
     expect(retry.headers['idempotency-replayed']).toBe('true');
     expect(retry.json().data.dailySpent).toBe('10');
   });
+
+  /** A new organization (created by the operator) and a key of it. */
+  async function organizationKey(id: string, scopes: string[]) {
+    const org = await t.app.inject({
+      method: 'POST',
+      url: '/api/organizations',
+      payload: { id, name: id },
+      headers: bearer(ADMIN),
+    });
+    expect(org.statusCode, org.body).toBe(201);
+    return (await createKey({ name: `${id}-key`, scopes, organizationId: id })).key;
+  }
 
   async function createAgentWithBudgetAs(key: string) {
     const address = randomAddress();

@@ -1,3 +1,4 @@
+import { systemActor } from '@vouch/core';
 import { type JobContext, jobs, type Processors } from '@vouch/jobs';
 import {
   createAgent,
@@ -95,6 +96,7 @@ describe('POST /api/agents/batch-scores', () => {
           { address: observed, score: 700, reason: '0x' },
         ],
         'job-atomic-test',
+        systemActor(),
       ),
     ).rejects.toMatchObject({ code: 'AGENT_NOT_REGISTERED' });
     expect(await history(a)).toEqual([]);
@@ -104,8 +106,8 @@ describe('POST /api/agents/batch-scores', () => {
   it('a redelivered batch job does not write twice', async () => {
     const a = await createAgent(t.app);
     const entries = [{ address: a, score: 321, reason: '0xaa' }];
-    await t.services.scores.applyBatch(entries, 'job-redelivered');
-    await t.services.scores.applyBatch(entries, 'job-redelivered');
+    await t.services.scores.applyBatch(entries, 'job-redelivered', systemActor());
+    await t.services.scores.applyBatch(entries, 'job-redelivered', systemActor());
     expect(await history(a)).toHaveLength(1);
   });
 });
@@ -197,6 +199,7 @@ describe('housekeeping', () => {
         scope: 'POST /test',
         key,
         request_hash: 'h',
+        organization_id: 'default',
         status_code: 200,
         response: '{}',
         created_at: new Date(),

@@ -150,7 +150,10 @@ describe('the OpenAPI document', () => {
     expect(compute.responses['429'].headers).toHaveProperty('Retry-After');
     expect(compute.responses['200'].headers).toHaveProperty('RateLimit');
     expect(doc.paths['/api/agents/register'].post['x-rate-limit'].requests).toBe(20);
-    expect(doc.paths['/api/agents/register'].post['x-required-scope']).toBe('write');
+    expect(doc.paths['/api/agents/register'].post['x-required-scope']).toBe('manage');
+    expect(doc.paths['/api/budgets/{address}/spend'].post['x-required-scope']).toBe('spend');
+    expect(doc.paths['/api/agents/{address}/score'].post['x-required-scope']).toBe('score');
+    expect(doc.paths['/api/audit'].get['x-required-scope']).toBe('admin');
     expect(doc.paths['/api/keys'].get['x-required-scope']).toBe('admin');
     expect(doc.paths['/api/agents'].get['x-required-scope']).toBe('read');
     expect(doc.paths['/health'].get.security).toEqual([]);

@@ -1,3 +1,4 @@
+import { systemActor } from '@vouch/core';
 import { type JobContext, jobs, type Processors } from '@vouch/jobs';
 import {
   createAgent,
@@ -150,7 +151,7 @@ describe.runIf(hasRedis)('BullMQ transport on a real Redis', () => {
     await t.database.db.updateTable('agents').set({ is_registered: false }).where('address', '=', agent).execute();
     const outcome = t.jobs.run(
       jobs.batchScores,
-      { entries: [{ address: agent, score: 5, reason: '0x' }] },
+      { entries: [{ address: agent, score: 5, reason: '0x' }], actor: systemActor() },
       { waitMs: 5000 },
     );
     await expect(outcome).rejects.toMatchObject({ encoded: { code: 'AGENT_NOT_REGISTERED' } });

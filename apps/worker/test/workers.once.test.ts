@@ -1,4 +1,4 @@
-import type { Services } from '@vouch/core';
+import { type Services, systemActor } from '@vouch/core';
 import type { Runtime } from '@vouch/runtime';
 import {
   createTestDatabase,
@@ -88,7 +88,7 @@ describe.runIf(runnable)('two worker processes', () => {
 
   it('share a 2,000-agent recompute and score every agent exactly once', async () => {
     const agents = await seedScoredAgents(database.db, 2000);
-    const outcome = await services.scoring!.recompute({ all: true });
+    const outcome = await services.scoring!.recompute(systemActor(), { all: true });
     expect(outcome.state).toBe('completed');
     if (outcome.state !== 'completed') return;
     expect(outcome.result).toMatchObject({ agents: 2000, chunks: 40, updated: 2000, unchanged: 0 });
@@ -100,7 +100,7 @@ describe.runIf(runnable)('two worker processes', () => {
   it('finish a run whose other worker was SIGKILLed mid-way, with the right result', async () => {
     const agents = await seedScoredAgents(database.db, 4000);
     let finished = false;
-    const run = services.scoring!.recompute({ all: true }).finally(() => {
+    const run = services.scoring!.recompute(systemActor(), { all: true }).finally(() => {
       finished = true;
     });
     // Let the run get going, then kill one worker once it has completed a chunk and holds others.

@@ -168,6 +168,8 @@ const apiEnv = {
   RATE_LIMIT_REGISTER: positiveInt(20),
   RATE_LIMIT_BATCH: positiveInt(10),
   RATE_LIMIT_COMPUTE: positiveInt(1000),
+  /** Requests per minute shared by all the keys of one organization (an organization may have its own). */
+  RATE_LIMIT_ORGANIZATION: positiveInt(1000),
   /** Comma-separated origins allowed by CORS; unset → no CORS headers (same-origin only). */
   CORS_ORIGINS: optionalString,
 };

@@ -1,8 +1,10 @@
 export * from './agents/agents.model.ts';
-export { type AgentsService, createAgentsService } from './agents/agents.service.ts';
+export { type AgentsService, assertOwns, createAgentsService } from './agents/agents.service.ts';
 export * from './anomaly/anomaly.model.ts';
 export { type AnomalyInput, type AnomalyService, createAnomalyService } from './anomaly/anomaly.service.ts';
 export { createEnrichService, type EnrichService } from './anomaly/enrich.service.ts';
+export * from './audit/audit.model.ts';
+export { type AuditService, auditMeta, createAuditService } from './audit/audit.service.ts';
 export * from './budgets/budgets.model.ts';
 export { type BudgetsService, createBudgetsService } from './budgets/budgets.service.ts';
 export { CACHE_CHANNEL, type CacheSpace, createReadCache, type ReadCache } from './cache/read-cache.ts';
@@ -11,12 +13,16 @@ export * from './idempotency/idempotency.service.ts';
 export { createProcessors } from './jobs.ts';
 export * from './keys/keys.model.ts';
 export {
-  ApiKeyNotFoundError,
   type AuthenticateResult,
   createKeysService,
   type KeyPrincipal,
   type KeysService,
 } from './keys/keys.service.ts';
+export {
+  createOrganizationsService,
+  OrganizationExistsError,
+  type OrganizationsService,
+} from './organizations/organizations.service.ts';
 export * from './sanctions/sanctions.model.ts';
 export {
   BUNDLED_SANCTIONS_DIR,
@@ -35,6 +41,7 @@ export * from './scores/scores.model.ts';
 export { type BatchEntry, createScoresService, type ScoresService } from './scores/scores.service.ts';
 export { createScoringJobs, type ScoringJobs } from './scores/scoring-jobs.service.ts';
 export { type CoreDeps, createServices, type Services } from './services.ts';
+export { type Actor, DEFAULT_ORGANIZATION, systemActor } from './shared/actor.ts';
 export { canonicalJson } from './shared/canonical-json.ts';
 export { type Clock, systemClock, toUnixSeconds } from './shared/clock.ts';
 export * from './shared/errors.ts';

@@ -4,11 +4,13 @@ import { createAgentsService } from './agents/agents.service.ts';
 import { type AnomalySettings, anomalyModelConstants } from './anomaly/anomaly.model.ts';
 import { createAnomalyService } from './anomaly/anomaly.service.ts';
 import { createEnrichService } from './anomaly/enrich.service.ts';
+import { createAuditService } from './audit/audit.service.ts';
 import { createBudgetsService } from './budgets/budgets.service.ts';
 import type { ReadCache } from './cache/read-cache.ts';
 import { createChecksJobs } from './checks/checks.service.ts';
 import { createIdempotencyService } from './idempotency/idempotency.service.ts';
 import { createKeysService } from './keys/keys.service.ts';
+import { createOrganizationsService } from './organizations/organizations.service.ts';
 import { createSanctionsService } from './sanctions/sanctions.service.ts';
 import { createScoresService } from './scores/scores.service.ts';
 import { createScoringJobs } from './scores/scoring-jobs.service.ts';
@@ -41,7 +43,8 @@ export interface CoreDeps {
 export function createServices(deps: CoreDeps) {
   const clock = deps.clock ?? systemClock;
   const base = { db: deps.db, clock };
-  const scores = createScoresService(base);
+  const audit = createAuditService(base);
+  const scores = createScoresService({ ...base, audit });
   const sanctions = createSanctionsService({ ...base, rescore: (addresses) => scores.recompute(addresses, null) });
   const verification = createVerificationService({
     ...base,
@@ -57,13 +60,16 @@ export function createServices(deps: CoreDeps) {
   const scoring = createScoringJobs({
     runner: deps.jobs,
     scores,
+    audit,
     chunkSize: deps.recomputeChunkSize,
     refreshDelayMs: deps.refreshDelayMs,
     onRefreshError: (error, agent) => deps.onBackgroundError?.(error, { job: 'scores.refresh-agent', agent }),
   });
   return {
-    agents: createAgentsService({ ...base, cache: deps.cache }),
-    budgets: createBudgetsService({ ...base, cache: deps.cache }),
+    audit,
+    organizations: createOrganizationsService({ ...base, audit }),
+    agents: createAgentsService({ ...base, audit, cache: deps.cache }),
+    budgets: createBudgetsService({ ...base, audit, cache: deps.cache }),
     scores,
     scoring,
     sanctions,
@@ -74,11 +80,12 @@ export function createServices(deps: CoreDeps) {
     // Recording a transaction schedules a deduplicated score refresh of its agent.
     transactions: createTransactionsService({
       ...base,
+      audit,
       onRecorded: (agent) => scoring.refresh(agent),
       maxFutureSkewMs: deps.txFutureSkewMs,
     }),
     idempotency: createIdempotencyService(base),
-    keys: createKeysService(base),
+    keys: createKeysService({ ...base, audit }),
   };
 }
 

@@ -1,4 +1,4 @@
-import { applySpend, type BudgetState, evaluateSpend, type Services, windowsAt } from '@vouch/core';
+import { applySpend, type BudgetState, evaluateSpend, type Services, systemActor, windowsAt } from '@vouch/core';
 import type { Database } from '@vouch/db';
 import { MAX_UINT256 } from '@vouch/schemas';
 import { createTestDatabase, createTestRuntime, randomAddress } from '@vouch/testkit';
@@ -54,6 +54,7 @@ const scenario = fc.record({
 let database: Database;
 let services: Services;
 const clock = { now: new Date() };
+const actor = systemActor();
 
 beforeAll(async () => {
   database = await createTestDatabase();
@@ -64,7 +65,7 @@ afterAll(() => database?.close());
 /** What the service answers for a spend, accepted or refused, in the model's terms. */
 async function spendOnDatabase(agent: string, value: bigint) {
   try {
-    const r = await services.budgets.spend(agent, value.toString());
+    const r = await services.budgets.spend(actor, agent, value.toString());
     return { allowed: true, reason: null, daily: r.dailySpent, monthly: r.monthlySpent };
   } catch (error) {
     const details = (error as { code?: string; details?: Record<string, string> }).details;
@@ -80,8 +81,8 @@ describe('the budget rule: SQL and model agree', () => {
       fc.asyncProperty(scenario, async ({ start, first, commands }) => {
         clock.now = new Date(start);
         const agent = randomAddress();
-        await services.agents.register({ address: agent });
-        await services.budgets.set(agent, {
+        await services.agents.register(actor, { address: agent });
+        await services.budgets.set(actor, agent, {
           dailyLimit: first.daily.toString(),
           monthlyLimit: first.monthly.toString(),
           ...(first.perTx !== undefined && { perTxLimit: first.perTx.toString() }),
@@ -102,7 +103,7 @@ describe('the budget rule: SQL and model agree', () => {
           if (c.kind === 'advance') {
             clock.now = new Date(clock.now.getTime() + c.ms);
           } else if (c.kind === 'set') {
-            await services.budgets.set(agent, {
+            await services.budgets.set(actor, agent, {
               ...(c.daily !== undefined && { dailyLimit: c.daily.toString() }),
               ...(c.monthly !== undefined && { monthlyLimit: c.monthly.toString() }),
               ...(c.perTx !== undefined && { perTxLimit: c.perTx.toString() }),
@@ -124,7 +125,7 @@ describe('the budget rule: SQL and model agree', () => {
             model = next;
           } else {
             const evaluation = evaluateSpend(model, c.amount, clock.now);
-            const check = await services.budgets.check(agent, c.amount.toString());
+            const check = await services.budgets.check(actor, agent, c.amount.toString());
             expect([check.allowed, check.reason, check.dailyRemaining, check.monthlyRemaining]).toEqual([
               evaluation.allowed,
               evaluation.reason,
@@ -134,7 +135,7 @@ describe('the budget rule: SQL and model agree', () => {
           }
           // After every step the stored budget reads as the model says.
           const now = evaluateSpend(model, 0n, clock.now);
-          const budget = await services.budgets.get(agent);
+          const budget = await services.budgets.get(actor, agent);
           expect([budget.dailySpent, budget.monthlySpent, budget.dailyRemaining, budget.monthlyRemaining]).toEqual([
             now.dailySpent.toString(),
             now.monthlySpent.toString(),

@@ -1,4 +1,4 @@
-import { createScoresService } from '@vouch/core';
+import { createAuditService, createScoresService } from '@vouch/core';
 import { type Database, sql } from '@vouch/db';
 import { createTestDatabase, SEEDED_SCORE, seedScoredAgents } from '@vouch/testkit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -17,7 +17,11 @@ describe('recompute', () => {
   it('stores every changed score of a chunk, and its planner setting ends with its transaction', async () => {
     const addresses = await seedScoredAgents(database.db, 5);
     const before = await setting();
-    const scores = createScoresService({ db: database.db, clock: () => new Date() });
+    const scores = createScoresService({
+      db: database.db,
+      clock: () => new Date(),
+      audit: createAuditService({ db: database.db, clock: () => new Date() }),
+    });
 
     expect(await scores.recompute(addresses, null)).toEqual({ scored: 5, updated: 5 });
     const stored = await database.db.selectFrom('agents').select('score').where('address', 'in', addresses).execute();

@@ -156,3 +156,27 @@ export const verificationFactsV2: Definition = {
     await sql`DROP FUNCTION IF EXISTS vouch_verification_facts(text, timestamptz)`.execute(db);
   },
 };
+
+/**
+ * v1 of the audit log's guard: `audit_log` is append-only. An UPDATE or DELETE of a row, or a
+ * TRUNCATE, raises an error whoever runs it; only a superuser who disables the triggers can
+ * change a row, and the hash chain (packages/core/src/audit) then shows where.
+ */
+export const auditAppendOnlyV1: Definition = {
+  async create(db) {
+    await sql`
+    CREATE FUNCTION vouch_audit_append_only() RETURNS trigger LANGUAGE plpgsql AS $$
+    BEGIN
+      RAISE EXCEPTION 'audit_log is append-only: % refused', TG_OP USING ERRCODE = 'insufficient_privilege';
+    END $$`.execute(db);
+    await sql`CREATE TRIGGER audit_log_append_only BEFORE UPDATE OR DELETE ON audit_log
+    FOR EACH ROW EXECUTE FUNCTION vouch_audit_append_only()`.execute(db);
+    await sql`CREATE TRIGGER audit_log_no_truncate BEFORE TRUNCATE ON audit_log
+    FOR EACH STATEMENT EXECUTE FUNCTION vouch_audit_append_only()`.execute(db);
+  },
+  async drop(db) {
+    await sql`DROP TRIGGER IF EXISTS audit_log_no_truncate ON audit_log`.execute(db);
+    await sql`DROP TRIGGER IF EXISTS audit_log_append_only ON audit_log`.execute(db);
+    await sql`DROP FUNCTION IF EXISTS vouch_audit_append_only()`.execute(db);
+  },
+};

@@ -9,6 +9,8 @@ type Json = ColumnType<Record<string, unknown>, string, string>;
 export interface AgentsTable {
   address: string;
   is_registered: boolean;
+  /** The organization that registered the agent and may change its score, owner and metadata; null while only observed. */
+  organization_id: string | null;
   owner: string | null;
   owner_changed_at: Timestamp | null;
   metadata: Json | null;
@@ -29,9 +31,13 @@ export interface ScoreEventsTable {
   reason: string | null;
   created_at: Timestamp;
   job_id: string | null;
+  /** Who set a manual or batch score (null for the model's changes). */
+  organization_id: string | null;
+  actor_key_id: string | null;
 }
 
 export interface BudgetsTable {
+  organization_id: string;
   agent: string;
   daily_limit: Uint256;
   monthly_limit: Uint256;
@@ -47,7 +53,10 @@ export interface BudgetsTable {
 
 export interface SpendsTable {
   id: Generated<string>;
+  organization_id: string;
   agent: string;
+  /** The API key that spent (null without one). */
+  actor_key_id: string | null;
   amount: Uint256;
   accepted: boolean;
   reason: string | null;
@@ -69,6 +78,7 @@ export interface TransactionsTable {
 }
 
 export interface IdempotencyKeysTable {
+  organization_id: string;
   scope: string;
   key: string;
   request_hash: string;
@@ -137,6 +147,7 @@ export interface AnomalyChecksTable {
 
 export interface ApiKeysTable {
   id: string;
+  organization_id: string;
   name: string;
   key_hash: string;
   scopes: string[];
@@ -144,6 +155,38 @@ export interface ApiKeysTable {
   revoked_at: Timestamp | null;
   last_used_at: Timestamp | null;
   created_at: CreatedAt;
+}
+
+export interface OrganizationsTable {
+  id: string;
+  name: string;
+  /** Requests per minute shared by all the organization's keys; null → RATE_LIMIT_ORGANIZATION. */
+  rate_limit_per_minute: number | null;
+  created_at: CreatedAt;
+}
+
+export type AuditActor = 'key' | 'admin' | 'anonymous' | 'system';
+
+export interface AuditLogTable {
+  organization_id: string;
+  seq: ColumnType<string, string | number | bigint, never>;
+  action: string;
+  actor: AuditActor;
+  actor_key_id: string | null;
+  target: string | null;
+  request_id: string | null;
+  created_at: Timestamp;
+  /** The JSON text the hash covers: every column above and the details. */
+  entry: string;
+  prev_hash: string;
+  hash: string;
+}
+
+export interface AuditHeadsTable {
+  organization_id: string;
+  seq: ColumnType<string, string | number | bigint, string | number | bigint>;
+  prev_hash: string;
+  hash: string;
 }
 
 export interface DB {
@@ -159,6 +202,9 @@ export interface DB {
   sanctions_screenings: SanctionsScreeningsTable;
   anomaly_checks: AnomalyChecksTable;
   api_keys: ApiKeysTable;
+  organizations: OrganizationsTable;
+  audit_log: AuditLogTable;
+  audit_heads: AuditHeadsTable;
 }
 
 export type AgentRow = Selectable<AgentsTable>;

@@ -11,7 +11,9 @@ afterAll(() => database.close());
 
 const triggers = async () =>
   (
-    await sql<{ name: string }>`SELECT tgname AS name FROM pg_trigger WHERE NOT tgisinternal ORDER BY 1`.execute(
+    await sql<{
+      name: string;
+    }>`SELECT tgname AS name FROM pg_trigger WHERE NOT tgisinternal AND tgname LIKE '%notify_cache%' ORDER BY 1`.execute(
       database.db,
     )
   ).rows.map((r) => r.name);

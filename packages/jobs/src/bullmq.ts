@@ -12,7 +12,15 @@ import {
   queueNames,
   type ResultOf,
 } from './registry.ts';
-import type { EnqueueOptions, FlowChild, JobInfo, JobRunner, JobStatus, RunOutcome } from './runner.ts';
+import {
+  type EnqueueOptions,
+  type FlowChild,
+  type JobInfo,
+  type JobRunner,
+  type JobStatus,
+  organizationOfPayload,
+  type RunOutcome,
+} from './runner.ts';
 
 /** A producer command that takes longer than this counts as Redis being unavailable. */
 const COMMAND_TIMEOUT_MS = 2000;
@@ -303,6 +311,7 @@ export function createBullmqRunner(options: BullmqOptions): JobRunner & { queues
             : null,
         createdAt: job.timestamp,
         finishedAt: job.finishedOn ?? null,
+        organizationId: organizationOfPayload(job.data),
       };
     },
 

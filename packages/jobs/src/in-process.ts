@@ -2,7 +2,15 @@ import { randomUUID } from 'node:crypto';
 import { DomainJobError, JobFailedError } from './errors.ts';
 import type { Executor } from './executor.ts';
 import { type AnyJob, assertAwaited, type PayloadOf, type QueueName, queueNames, type ResultOf } from './registry.ts';
-import type { EnqueueOptions, FlowChild, JobInfo, JobRunner, JobStatus, RunOutcome } from './runner.ts';
+import {
+  type EnqueueOptions,
+  type FlowChild,
+  type JobInfo,
+  type JobRunner,
+  type JobStatus,
+  organizationOfPayload,
+  type RunOutcome,
+} from './runner.ts';
 
 interface JobRecord {
   info: JobInfo;
@@ -77,6 +85,7 @@ export function createInProcessRunner(options: InProcessOptions): JobRunner {
         error: null,
         createdAt: Date.now(),
         finishedAt: null,
+        organizationId: organizationOfPayload(parsed),
       },
       job,
       payload: parsed,

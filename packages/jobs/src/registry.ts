@@ -37,6 +37,17 @@ function defineJob<N extends string, P extends z.ZodType, R extends z.ZodType>(
 const address = z.string().regex(/^0x[0-9a-f]{40}$/);
 const scoredAgent = z.object({ address, score: z.number().int(), grade: z.string() });
 
+/** Who queued a job: the worker acts for them (ownership, audit log), and only their organization reads the job. */
+export const jobActor = z.object({
+  organizationId: z.string(),
+  kind: z.enum(['key', 'admin', 'anonymous', 'system']),
+  keyId: z.string().nullable(),
+  operator: z.boolean(),
+  requestId: z.string().optional(),
+});
+/** The organization a job belongs to (`GET /api/jobs/:id` shows it to that organization only). */
+const organizationId = z.string().optional();
+
 /** The one list of jobs: name, queue, payload and result schemas, options. */
 export const jobs = {
   batchScores: defineJob({
@@ -48,6 +59,7 @@ export const jobs = {
         .array(z.object({ address, score: z.number().int().min(0).max(1000), reason: z.string() }))
         .min(1)
         .max(1000),
+      actor: jobActor,
     }),
     result: z.object({ updated: z.number().int(), agents: z.array(scoredAgent) }),
   }),
@@ -55,7 +67,7 @@ export const jobs = {
     name: 'scores.recompute',
     queue: 'scores',
     awaited: true,
-    payload: z.object({ agents: z.number().int(), chunks: z.number().int() }),
+    payload: z.object({ agents: z.number().int(), chunks: z.number().int(), organizationId }),
     result: z.object({
       agents: z.number().int(),
       chunks: z.number().int(),
@@ -90,14 +102,14 @@ export const jobs = {
     name: 'checks.verify',
     queue: 'checks',
     awaited: true,
-    payload: z.object({ address }),
+    payload: z.object({ address, organizationId }),
     result: verificationResult,
   }),
   sanctions: defineJob({
     name: 'checks.sanctions',
     queue: 'checks',
     awaited: true,
-    payload: z.object({ address }),
+    payload: z.object({ address, organizationId }),
     result: screeningResult,
   }),
   anomaly: defineJob({
@@ -110,6 +122,7 @@ export const jobs = {
       amount: z.string(),
       type: z.number().int().min(0).max(5),
       counterparty: address.optional(),
+      organizationId,
     }),
     result: anomalyResult,
   }),

@@ -12,6 +12,16 @@ export interface JobInfo {
   error: { code: string; message: string; details?: unknown } | null;
   createdAt: number;
   finishedAt: number | null;
+  /** The organization that queued it (its payload's `organizationId` or `actor`); null for the service's own jobs. */
+  organizationId: string | null;
+}
+
+/** The organization a job's payload names, if any. */
+export function organizationOfPayload(payload: unknown): string | null {
+  if (typeof payload !== 'object' || payload === null) return null;
+  const p = payload as { organizationId?: unknown; actor?: { organizationId?: unknown } };
+  const id = p.organizationId ?? p.actor?.organizationId;
+  return typeof id === 'string' ? id : null;
 }
 
 export type RunOutcome<R> =

@@ -4,6 +4,7 @@ export * from './checks.ts';
 export * from './envelope.ts';
 export * from './jobs.ts';
 export * from './keys.ts';
+export * from './organizations.ts';
 export * from './primitives.ts';
 export * from './scores.ts';
 export * from './transactions.ts';

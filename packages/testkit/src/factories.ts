@@ -53,3 +53,34 @@ export async function recordTx(
   if (res.statusCode !== 201) throw new Error(`record failed: ${res.statusCode} ${res.body}`);
   return res.json().data;
 }
+
+/** Every scope a key can have. */
+export const ALL_SCOPES = ['read', 'spend', 'manage', 'approve', 'score', 'admin'] as const;
+
+/**
+ * A new organization created by the operator (`adminKey` is ADMIN_API_KEY) and a key of it with
+ * `scopes`; returns the key's secret. Call it once per organization id.
+ */
+export async function createOrganizationKey(
+  app: App,
+  adminKey: string,
+  id: string,
+  scopes: readonly string[] = ALL_SCOPES,
+): Promise<string> {
+  const headers = { authorization: `Bearer ${adminKey}` };
+  const org = await post(app, '/api/organizations', { id, name: id }, headers);
+  if (org.statusCode !== 201 && org.statusCode !== 409)
+    throw new Error(`organization failed: ${org.statusCode} ${org.body}`);
+  return createKey(app, adminKey, { name: `${id}-key`, scopes, organizationId: id });
+}
+
+/** A key created with `adminKey` (the operator's, or an organization's admin key); returns its secret. */
+export async function createKey(
+  app: App,
+  adminKey: string,
+  body: { name: string; scopes: readonly string[]; organizationId?: string },
+): Promise<string> {
+  const res = await post(app, '/api/keys', body, { authorization: `Bearer ${adminKey}` });
+  if (res.statusCode !== 201) throw new Error(`key failed: ${res.statusCode} ${res.body}`);
+  return res.json().data.key as string;
+}

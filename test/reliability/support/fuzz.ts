@@ -28,10 +28,14 @@ export const ROUTES_WITHOUT_BODY: ReadonlySet<string> = new Set([
   'GET /api/agents/:address/score',
   'GET /api/agents/:address/score-history',
   'GET /api/agents/:address/verifications',
+  'GET /api/audit',
+  'GET /api/audit/export',
   'GET /api/budgets/:address',
   'GET /api/jobs/:id',
   'GET /api/keys',
   'DELETE /api/keys/:id',
+  'GET /api/organizations',
+  'GET /api/organizations/:id',
   'GET /api/scores/agents',
   'GET /api/scores/:address',
   'GET /api/transactions/:address/stats',
@@ -331,10 +335,33 @@ function bodyTemplates(fx: FuzzFixtures): Record<string, fc.Arbitrary<Record<str
     'POST /api/keys': fc.record(
       {
         name: fc.oneof(fc.string({ maxLength: 20 }), nastyValue),
-        scopes: fc.oneof(fc.subarray(['read', 'write', 'admin']), nastyValue),
+        scopes: fc.oneof(
+          fc.subarray(['read', 'spend', 'manage', 'approve', 'score', 'admin', 'write', 'root']),
+          nastyValue,
+        ),
         expiresAt: fc.oneof(fc.integer({ min: 0, max: 2 ** 33 }), nastyNumber),
+        organizationId: fc.oneof(fc.constantFrom('default', 'nobody', 'Default', ''), nastyValue),
       },
       { requiredKeys: ['name', 'scopes'] },
+    ),
+    'POST /api/organizations': fc.record(
+      {
+        id: fc.oneof(
+          fc.constant(null).map(() => `fuzz-${hex(4)}`),
+          fc.constantFrom('default', 'UPPER', '-x'),
+          nastyValue,
+        ),
+        name: fc.oneof(fc.string({ maxLength: 20 }), nastyValue),
+        rateLimitPerMinute: fc.oneof(fc.integer({ min: -1, max: 2 ** 31 }), nastyNumber),
+      },
+      { requiredKeys: ['name'] },
+    ),
+    'PATCH /api/organizations/:id': fc.record(
+      {
+        name: fc.oneof(fc.string({ maxLength: 20 }), nastyValue),
+        rateLimitPerMinute: fc.oneof(fc.integer({ min: -1, max: 2 ** 31 }), fc.constant(null), nastyNumber),
+      },
+      { requiredKeys: [] },
     ),
   };
 }
@@ -457,6 +484,7 @@ function paramFor(name: string, fx: FuzzFixtures): fc.Arbitrary<string> {
             fc.constant(null).map(() => `scores-${crypto.randomUUID()}`),
             fc.constant(null).map(() => `checks-${crypto.randomUUID()}`),
             fc.constant(null).map(() => hex(8)),
+            fc.constantFrom('default', 'nobody'),
             nastyValue,
           )
         : fc.oneof(
@@ -484,6 +512,12 @@ const queryKeys = [
   'grade',
   'registered',
   'sort',
+  'action',
+  'target',
+  'actorKeyId',
+  'from',
+  'to',
+  'organizationId',
   '__proto__',
   'constructor',
   'x',
@@ -574,6 +608,8 @@ function validBodies(fx: FuzzFixtures): Record<string, fc.Arbitrary<unknown>> {
       accountAge: 10,
     }),
     'POST /api/keys': fc.record({ name: fc.constant('fuzz'), scopes: fc.constant(['read']) }),
+    'POST /api/organizations': fc.record({ name: fc.constant('fuzz organization') }),
+    'PATCH /api/organizations/:id': fc.record({ name: fc.constantFrom('Default organization', 'Renamed') }),
   };
 }
 
@@ -597,7 +633,9 @@ function validRequest(route: FuzzRoute, fx: FuzzFixtures): fc.Arbitrary<FuzzRequ
         ? fx.jobId
         : route.url.startsWith('/api/keys/')
           ? fx.keyId
-          : undefined;
+          : route.url.startsWith('/api/organizations/')
+            ? 'default'
+            : undefined;
       const path = route.url.replace(/:(\w+)|\*/g, (_, name) =>
         name === 'address' ? fx.agent : name ? (id ?? hex(8)) : 'index.html',
       );

@@ -1,4 +1,4 @@
-import type { Services } from '@vouch/core';
+import { type Services, systemActor } from '@vouch/core';
 import { sql } from '@vouch/db';
 import { redisOptionsFromUrl } from '@vouch/jobs';
 import {
@@ -81,7 +81,7 @@ export async function recomputeRig(opts: { agents: number; workers: number; env?
     },
     async run() {
       const started = performance.now();
-      const outcome = await services.scoring?.recompute({ all: true });
+      const outcome = await services.scoring?.recompute(systemActor(), { all: true });
       if (!outcome) throw new Error('no scoring service');
       return { ms: performance.now() - started, outcome };
     },

@@ -1,4 +1,11 @@
-import { type KeyPrincipal, type KeysService, scopeAllows, secretsEqual } from '@vouch/core';
+import {
+  type Actor,
+  DEFAULT_ORGANIZATION,
+  type KeyPrincipal,
+  type KeysService,
+  scopeAllows,
+  secretsEqual,
+} from '@vouch/core';
 import type { ApiKeyScope } from '@vouch/schemas';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
@@ -13,7 +20,7 @@ export interface AuthOptions {
 
 declare module 'fastify' {
   interface FastifyContextConfig {
-    /** The scope a caller needs; default by method (GET/HEAD `read`, others `write`); `public` needs none. */
+    /** The scope a caller needs; GET/HEAD default to `read`, every other /api route names its own; `public` needs none. */
     scope?: ApiKeyScope | 'public';
     /** Require the scope even with AUTH=off (key management). */
     alwaysAuthenticate?: boolean;
@@ -26,8 +33,54 @@ declare module 'fastify' {
   }
 }
 
-const ADMIN_PRINCIPAL: KeyPrincipal = { id: 'admin', name: 'ADMIN_API_KEY', scopes: ['admin'] };
+const ADMIN_PRINCIPAL: KeyPrincipal = {
+  id: 'admin',
+  organizationId: DEFAULT_ORGANIZATION,
+  name: 'ADMIN_API_KEY',
+  scopes: ['admin'],
+  operator: true,
+};
 const DASHBOARD = '/admin/queues';
+
+/**
+ * Who a request acts as: its key's organization and the key; the operator (ADMIN_API_KEY) acts
+ * in the default organization and may act across organizations. A request without a key reaches
+ * a route only with AUTH off, where the API is open to anyone by choice: it acts anonymously with
+ * the operator's reach, in the default organization (routes that always authenticate excepted).
+ */
+export function actorOf(request: FastifyRequest): Actor {
+  const principal = request.principal;
+  if (!principal) {
+    return {
+      organizationId: DEFAULT_ORGANIZATION,
+      kind: 'anonymous',
+      keyId: null,
+      operator: true,
+      requestId: request.id,
+    };
+  }
+  const operator = principal.operator === true;
+  return {
+    organizationId: principal.organizationId,
+    kind: operator ? 'admin' : 'key',
+    keyId: principal.id,
+    operator,
+    requestId: request.id,
+  };
+}
+
+/**
+ * The scope a route needs, or null when it needs none: GET and HEAD need `read` unless they say
+ * otherwise; every other /api route must name its scope (a write that forgot would otherwise be
+ * open to any key), checked when the route is registered.
+ */
+export function requiredScope(url: string, method: string, config: { scope?: ApiKeyScope | 'public' }) {
+  if (url === DASHBOARD || url.startsWith(`${DASHBOARD}/`)) return 'admin' as const;
+  if (config.scope === 'public' || !url.startsWith('/api/')) return null;
+  if (config.scope) return config.scope;
+  if (method === 'GET' || method === 'HEAD') return 'read' as const;
+  throw new Error(`${method} ${url} must name the scope it needs (config.scope)`);
+}
 
 /**
  * The secret a request presents: `Authorization: Bearer <key>`, or the password of
@@ -52,9 +105,8 @@ export function requirement(request: FastifyRequest, mode: AuthOptions['mode']) 
   const url = request.routeOptions.url;
   if (url === undefined) return null;
   const config = request.routeOptions.config;
-  if (url === DASHBOARD || url.startsWith(`${DASHBOARD}/`)) return { scope: 'admin' as const, enforced: mode === 'on' };
-  if (config.scope === 'public' || !url.startsWith('/api/')) return null;
-  const scope: ApiKeyScope = config.scope ?? (request.method === 'GET' || request.method === 'HEAD' ? 'read' : 'write');
+  const scope = requiredScope(url, request.method, config);
+  if (!scope) return null;
   return { scope, enforced: mode === 'on' || config.alwaysAuthenticate === true };
 }
 
@@ -63,6 +115,10 @@ export const authenticatePlugin = fp(
   async (app: FastifyInstance, { auth, keys }: { auth: AuthOptions; keys: KeysService }) => {
     app.decorateRequest('principal', null);
     app.decorateRequest('credentialProblem', null);
+    // A route that forgot its scope fails the app's start, not a request.
+    app.addHook('onRoute', (route) => {
+      for (const method of [route.method].flat()) requiredScope(route.url, method, route.config ?? {});
+    });
     // Callback style: a request without a key (the common case) costs no promise.
     app.addHook('onRequest', (request, _reply, done) => {
       const secret = presentedSecret(request);

@@ -6,6 +6,7 @@ import fp from 'fastify-plugin';
 import { jsonSchemaTransform, jsonSchemaTransformObject } from 'fastify-type-provider-zod';
 import { stringify as stringifyYaml } from 'yaml';
 import type { RateBucket } from '../rate-limiter.ts';
+import { requiredScope } from './auth.ts';
 
 export interface OpenapiOptions {
   version: string;
@@ -226,11 +227,8 @@ export const openapiPlugin = fp(
       const api = url.startsWith('/api/');
       const bucket = api && config.rateLimit !== false ? (config.rateLimit ?? 'default') : null;
       for (const method of [route.method].flat()) {
-        // The same rule as the authorize hook (plugins/auth.ts `requirement`).
-        const scope =
-          config.scope === 'public' || !api
-            ? null
-            : (config.scope ?? (method === 'GET' || method === 'HEAD' ? 'read' : 'write'));
+        // The same rule as the authorize hook; the dashboard's pages are not in the document.
+        const scope = api ? requiredScope(url, method, config) : null;
         routes.set(`${method} ${openapiPath(url)}`, { scope, always: config.alwaysAuthenticate === true, bucket });
       }
     });
@@ -254,6 +252,7 @@ export const openapiPlugin = fp(
           { name: 'verification', description: 'Verification runs and sanctions screening' },
           { name: 'jobs', description: 'Queued work' },
           { name: 'keys', description: 'API keys (admin scope)' },
+          { name: 'organizations', description: 'Organizations (the operator) and the audit log (admin scope)' },
           { name: 'operations', description: 'Health, readiness, metrics and this document' },
         ],
         components: {
@@ -261,7 +260,8 @@ export const openapiPlugin = fp(
             apiKey: {
               type: 'http',
               scheme: 'bearer',
-              description: 'An API key: `Authorization: Bearer vk_…`. Scopes: read ⊂ write ⊂ admin.',
+              description:
+                'An API key: `Authorization: Bearer vk_…`. Scopes: `read`; `spend`, `manage`, `approve`, `score` (each also reads); `admin` (all).',
             },
           },
         },

@@ -33,19 +33,36 @@ export function clientKey(request: FastifyRequest): string {
   return request.principal ? `key:${request.principal.id}` : `ip:${request.ip}`;
 }
 
+export interface RateLimitPluginOptions {
+  limiter: RateLimiter;
+  /** An organization's own limit, if it has one (else the limiter's `organizationLimit`). */
+  organizationLimit?: (organizationId: string) => number | undefined;
+}
+
 /**
- * Counts every /api request against its bucket (docs/edge.md) and says so in the
- * IETF draft headers and the X-RateLimit-* ones; over the limit it is 429 with Retry-After.
+ * Counts every /api request against its bucket (docs/edge.md), and a request made with a key
+ * also against its organization's shared allowance, and says so in the IETF draft headers and
+ * the X-RateLimit-* ones (for whichever limit is nearer); over either limit it is 429 with
+ * Retry-After.
  */
 export const rateLimitPlugin = fp(
-  async (app: FastifyInstance, { limiter }: { limiter: RateLimiter }) => {
+  async (app: FastifyInstance, { limiter, organizationLimit }: RateLimitPluginOptions) => {
     // Callback-style: a decision this process can make from its lease costs no promise.
     app.addHook('onRequest', (request, reply, done) => {
       const bucket = bucketOf(request);
       if (!bucket) return done();
       const decided = limiter.consume(bucket, clientKey(request));
-      if (decided instanceof Promise) decided.then((d) => answer(request, reply, d, done), done);
-      else answer(request, reply, decided, done);
+      // The operator's key administers every organization and counts against none.
+      const organization = request.principal?.operator ? undefined : request.principal?.organizationId;
+      const then = (d: RateDecision) => {
+        if (!d.allowed || organization === undefined) return answer(request, reply, d, done);
+        const shared = limiter.consume('organization', organization, organizationLimit?.(organization));
+        const pick = (o: RateDecision) => answer(request, reply, !o.allowed || o.remaining < d.remaining ? o : d, done);
+        if (shared instanceof Promise) shared.then(pick, done);
+        else pick(shared);
+      };
+      if (decided instanceof Promise) decided.then(then, done);
+      else then(decided);
     });
   },
   { name: 'vouch-rate-limit', dependencies: ['vouch-authenticate'] },

@@ -18,6 +18,7 @@ import {
 } from '@vouch/schemas';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { answer, bypassesCache, ok, responses } from '../http.ts';
+import { actorOf } from '../plugins/auth.ts';
 
 /** `/api/agents`: the registry, scores set by hand or in batches, owners, stored verifications. */
 export const agentsRoutes: FastifyPluginAsyncZod<{ services: Services }> = async (app, { services }) => {
@@ -67,7 +68,7 @@ export const agentsRoutes: FastifyPluginAsyncZod<{ services: Services }> = async
   });
 
   app.post('/api/agents/register', {
-    config: { rateLimit: 'register' },
+    config: { rateLimit: 'register', scope: 'manage' },
     schema: {
       operationId: 'registerAgent',
       tags: ['agents'],
@@ -77,44 +78,46 @@ export const agentsRoutes: FastifyPluginAsyncZod<{ services: Services }> = async
     },
     handler: async (req, reply) => {
       reply.code(201);
-      return ok(await services.agents.register(req.body));
+      return ok(await services.agents.register(actorOf(req), req.body));
     },
   });
 
   app.post('/api/agents/:address/score', {
+    config: { scope: 'score' },
     schema: {
       operationId: 'setAgentScore',
       tags: ['agents'],
       summary: 'Set a registered agent’s score; the change is kept in its score history',
       params: agentParams,
       body: setScoreBody,
-      response: responses({ 200: scoreChange }, [404, 413, 415, 422]),
+      response: responses({ 200: scoreChange }, [403, 404, 413, 415, 422]),
     },
-    handler: async (req) => ok(await services.agents.setScore(req.params.address, req.body)),
+    handler: async (req) => ok(await services.agents.setScore(actorOf(req), req.params.address, req.body)),
   });
 
   app.post('/api/agents/batch-scores', {
-    config: { rateLimit: 'batch' },
+    config: { rateLimit: 'batch', scope: 'score' },
     schema: {
       operationId: 'batchScores',
       tags: ['agents'],
       summary: 'Set many registered agents’ scores atomically (parallel arrays, 1–1000 entries), via the queue',
       body: batchScoresBody,
-      response: responses({ 200: batchScoresResult, 202: jobAccepted }, [404, 413, 415, 422]),
+      response: responses({ 200: batchScoresResult, 202: jobAccepted }, [403, 404, 413, 415, 422]),
     },
-    handler: async (req, reply) => answer(reply, await services.scoring.batch(req.body)),
+    handler: async (req, reply) => answer(reply, await services.scoring.batch(actorOf(req), req.body)),
   });
 
   app.post('/api/agents/:address/owner', {
+    config: { scope: 'manage' },
     schema: {
       operationId: 'setAgentOwner',
       tags: ['agents'],
       summary: 'Change a registered agent’s owner; the change and its time are recorded',
       params: agentParams,
       body: ownerBody,
-      response: responses({ 200: agent }, [404, 413, 415, 422]),
+      response: responses({ 200: agent }, [403, 404, 413, 415, 422]),
     },
-    handler: async (req) => ok(await services.agents.setOwner(req.params.address, req.body.owner)),
+    handler: async (req) => ok(await services.agents.setOwner(actorOf(req), req.params.address, req.body.owner)),
   });
 
   app.get('/api/agents/:address/verifications', {

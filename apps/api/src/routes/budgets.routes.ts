@@ -3,6 +3,7 @@ import { agentParams, amountBody, budget, budgetCheck, setBudgetBody, spendResul
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { bypassesCache, ok, responses } from '../http.ts';
 import { idempotencyHeaders, idempotent } from '../idempotency.ts';
+import { actorOf } from '../plugins/auth.ts';
 
 /** `/api/budgets`: limits, checks and atomic spends. */
 export const budgetsRoutes: FastifyPluginAsyncZod<{ services: Services }> = async (app, { services }) => {
@@ -14,10 +15,11 @@ export const budgetsRoutes: FastifyPluginAsyncZod<{ services: Services }> = asyn
       params: agentParams,
       response: responses({ 200: budget }, [404]),
     },
-    handler: async (req) => ok(await services.budgets.get(req.params.address)),
+    handler: async (req) => ok(await services.budgets.get(actorOf(req), req.params.address)),
   });
 
   app.post('/api/budgets/:address/set', {
+    config: { scope: 'manage' },
     schema: {
       operationId: 'setBudget',
       tags: ['budgets'],
@@ -26,7 +28,7 @@ export const budgetsRoutes: FastifyPluginAsyncZod<{ services: Services }> = asyn
       body: setBudgetBody,
       response: responses({ 200: budget }, [404, 413, 415, 422]),
     },
-    handler: async (req) => ok(await services.budgets.set(req.params.address, req.body)),
+    handler: async (req) => ok(await services.budgets.set(actorOf(req), req.params.address, req.body)),
   });
 
   app.post('/api/budgets/:address/check', {
@@ -41,10 +43,13 @@ export const budgetsRoutes: FastifyPluginAsyncZod<{ services: Services }> = asyn
       response: responses({ 200: budgetCheck }, [404, 413, 415]),
     },
     handler: async (req) =>
-      ok(await services.budgets.check(req.params.address, req.body.amount, { fresh: bypassesCache(req) })),
+      ok(
+        await services.budgets.check(actorOf(req), req.params.address, req.body.amount, { fresh: bypassesCache(req) }),
+      ),
   });
 
   app.post('/api/budgets/:address/spend', {
+    config: { scope: 'spend' },
     schema: {
       operationId: 'spend',
       tags: ['budgets'],
@@ -56,7 +61,7 @@ export const budgetsRoutes: FastifyPluginAsyncZod<{ services: Services }> = asyn
     },
     handler: async (req, reply) =>
       idempotent(services, req, reply, (executor, afterCommit) =>
-        services.budgets.spend(req.params.address, req.body.amount, executor, afterCommit),
+        services.budgets.spend(actorOf(req), req.params.address, req.body.amount, executor, afterCommit),
       ),
   });
 };

@@ -1,9 +1,11 @@
 import type { Services } from '@vouch/core';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { agentsRoutes } from './agents.routes.ts';
+import { auditRoutes } from './audit.routes.ts';
 import { budgetsRoutes } from './budgets.routes.ts';
 import { jobsRoutes } from './jobs.routes.ts';
 import { keysRoutes } from './keys.routes.ts';
+import { organizationsRoutes } from './organizations.routes.ts';
 import { scoresRoutes } from './scores.routes.ts';
 import { transactionsRoutes } from './transactions.routes.ts';
 import { verifyRoutes } from './verify.routes.ts';
@@ -15,9 +17,11 @@ import { verifyRoutes } from './verify.routes.ts';
  */
 export const apiRoutes: ReadonlyArray<{ prefix: string; plugin: FastifyPluginAsyncZod<{ services: Services }> }> = [
   { prefix: '/api/agents', plugin: agentsRoutes },
+  { prefix: '/api/audit', plugin: auditRoutes },
   { prefix: '/api/budgets', plugin: budgetsRoutes },
   { prefix: '/api/jobs', plugin: jobsRoutes },
   { prefix: '/api/keys', plugin: keysRoutes },
+  { prefix: '/api/organizations', plugin: organizationsRoutes },
   { prefix: '/api/scores', plugin: scoresRoutes },
   { prefix: '/api/transactions', plugin: transactionsRoutes },
   { prefix: '/api/verify', plugin: verifyRoutes },

@@ -2,6 +2,7 @@ import type { Services } from '@vouch/core';
 import { jobInfo, jobParams } from '@vouch/schemas';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { ok, responses } from '../http.ts';
+import { actorOf } from '../plugins/auth.ts';
 
 /** `/api/jobs`: status and result of a queued job. */
 export const jobsRoutes: FastifyPluginAsyncZod<{ services: Services }> = async (app, { services }) => {
@@ -13,6 +14,6 @@ export const jobsRoutes: FastifyPluginAsyncZod<{ services: Services }> = async (
       params: jobParams,
       response: responses({ 200: jobInfo }, [404]),
     },
-    handler: async (req) => ok(await services.scoring.get(req.params.id)),
+    handler: async (req) => ok(await services.scoring.get(actorOf(req), req.params.id)),
   });
 };

@@ -2,6 +2,7 @@ import type { Services } from '@vouch/core';
 import { apiKey, apiKeyList, apiKeyParams, createApiKeyBody, createdApiKey } from '@vouch/schemas';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { ok, responses } from '../http.ts';
+import { actorOf } from '../plugins/auth.ts';
 
 /** Key management needs the admin scope whatever AUTH says: a key minted while auth is off would outlive that. */
 const adminOnly = { scope: 'admin', alwaysAuthenticate: true } as const;
@@ -13,13 +14,14 @@ export const keysRoutes: FastifyPluginAsyncZod<{ services: Services }> = async (
     schema: {
       operationId: 'createApiKey',
       tags: ['keys'],
-      summary: 'Create an API key; the secret is in this response only (it is stored hashed)',
+      summary:
+        'Create an API key in the caller’s organization (the operator: any); the secret is in this response only',
       body: createApiKeyBody,
       response: responses({ 201: createdApiKey }, [401, 403, 413, 415]),
     },
     handler: async (req, reply) => {
       reply.code(201);
-      return ok(await services.keys.create(req.body));
+      return ok(await services.keys.create(actorOf(req), req.body));
     },
   });
 
@@ -28,10 +30,11 @@ export const keysRoutes: FastifyPluginAsyncZod<{ services: Services }> = async (
     schema: {
       operationId: 'listApiKeys',
       tags: ['keys'],
-      summary: 'Every API key with its scopes and status, without secrets',
+      summary:
+        'The organization’s API keys (every organization’s for the operator) with scopes and status, without secrets',
       response: responses({ 200: apiKeyList }, [401, 403]),
     },
-    handler: async () => ok(await services.keys.list()),
+    handler: async (req) => ok(await services.keys.list(actorOf(req))),
   });
 
   app.delete('/api/keys/:id', {
@@ -43,6 +46,6 @@ export const keysRoutes: FastifyPluginAsyncZod<{ services: Services }> = async (
       params: apiKeyParams,
       response: responses({ 200: apiKey }, [401, 403, 404]),
     },
-    handler: async (req) => ok(await services.keys.revoke(req.params.id)),
+    handler: async (req) => ok(await services.keys.revoke(actorOf(req), req.params.id)),
   });
 };

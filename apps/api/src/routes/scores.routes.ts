@@ -17,6 +17,7 @@ import {
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { answer, ok, responses } from '../http.ts';
+import { actorOf } from '../plugins/auth.ts';
 
 const workflowList = z.object({
   agents: z.array(z.object({ address: z.string(), score: z.number().int(), grade: gradeValue })),
@@ -69,6 +70,7 @@ export const scoresRoutes: FastifyPluginAsyncZod<{ services: Services }> = async
   });
 
   app.post('/api/scores/recompute', {
+    config: { scope: 'score' },
     schema: {
       operationId: 'recomputeScores',
       tags: ['scores'],
@@ -76,10 +78,12 @@ export const scoresRoutes: FastifyPluginAsyncZod<{ services: Services }> = async
       body: recomputeBody,
       response: responses({ 200: recomputeResult, 202: jobAccepted }, [404, 413, 415]),
     },
-    handler: async (req, reply) => answer(reply, await services.scoring.recompute(req.body)),
+    handler: async (req, reply) => answer(reply, await services.scoring.recompute(actorOf(req), req.body)),
   });
 
   app.post('/api/scores/anomaly-check', {
+    // A screening: it stores its result but changes nothing anyone relies on.
+    config: { scope: 'read' },
     schema: {
       operationId: 'anomalyCheck',
       tags: ['scores'],
@@ -87,10 +91,11 @@ export const scoresRoutes: FastifyPluginAsyncZod<{ services: Services }> = async
       body: anomalyBody,
       response: responses({ 200: anomalyResult, 202: jobAccepted }, [413, 415]),
     },
-    handler: async (req, reply) => answer(reply, await services.checks.anomaly(req.body)),
+    handler: async (req, reply) => answer(reply, await services.checks.anomaly(actorOf(req), req.body)),
   });
 
   app.post('/api/scores/enrich', {
+    config: { scope: 'read' },
     schema: {
       operationId: 'enrich',
       tags: ['scores'],

@@ -3,6 +3,7 @@ import { agentParams, recordBody, transactionRecord, transactionStats } from '@v
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { ok, responses } from '../http.ts';
 import { idempotencyHeaders, idempotent } from '../idempotency.ts';
+import { actorOf } from '../plugins/auth.ts';
 
 /** `/api/transactions`: the ledger of recorded transactions. */
 export const transactionsRoutes: FastifyPluginAsyncZod<{ services: Services }> = async (app, { services }) => {
@@ -18,20 +19,21 @@ export const transactionsRoutes: FastifyPluginAsyncZod<{ services: Services }> =
   });
 
   app.post('/api/transactions/record', {
+    config: { scope: 'score' },
     schema: {
       operationId: 'recordTransaction',
       tags: ['transactions'],
       summary: 'Record a transaction (idempotent on agent + txHash); an unknown agent becomes observed',
       body: recordBody,
       headers: idempotencyHeaders,
-      response: responses({ 201: transactionRecord, 200: transactionRecord }, [409, 413, 415, 422]),
+      response: responses({ 201: transactionRecord, 200: transactionRecord }, [403, 409, 413, 415, 422]),
     },
     handler: async (req, reply) => {
       const result = await idempotent(
         services,
         req,
         reply,
-        (executor, afterCommit) => services.transactions.record(req.body, { executor, afterCommit }),
+        (executor, afterCommit) => services.transactions.record(actorOf(req), req.body, { executor, afterCommit }),
         (value) => (value.created ? 201 : 200),
       );
       return ok(result.data.record);

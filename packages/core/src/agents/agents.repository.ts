@@ -36,6 +36,7 @@ export function findAgentWithActivity(db: Executor, address: string) {
 
 export interface RegisterValues {
   address: string;
+  organizationId: string;
   owner: string | null;
   metadata: Record<string, unknown> | null;
   now: Date;
@@ -52,6 +53,7 @@ export function registerAgent(db: Executor, v: RegisterValues): Promise<AgentRow
     .values({
       address: v.address,
       is_registered: true,
+      organization_id: v.organizationId,
       owner: v.owner,
       // The first owner is not a change of ownership.
       owner_changed_at: null,
@@ -66,6 +68,7 @@ export function registerAgent(db: Executor, v: RegisterValues): Promise<AgentRow
         .column('address')
         .doUpdateSet({
           is_registered: true,
+          organization_id: v.organizationId,
           registered_at: v.now,
           owner: v.owner,
           owner_changed_at: null,
@@ -112,7 +115,15 @@ export async function touchAgent(db: Executor, address: string, now: Date): Prom
  */
 export async function writeScore(
   db: Executor,
-  v: { address: string; score: number; source: 'manual' | 'batch' | 'model'; reason: string | null; now: Date },
+  v: {
+    address: string;
+    score: number;
+    source: 'manual' | 'batch' | 'model';
+    reason: string | null;
+    now: Date;
+    organizationId: string | null;
+    actorKeyId: string | null;
+  },
 ): Promise<{ old_score: number; new_score: number } | undefined> {
   const result = await sql<{ old_score: number; new_score: number }>`
     WITH old AS (
@@ -124,8 +135,8 @@ export async function writeScore(
       FROM old WHERE agents.address = old.address
       RETURNING agents.address, old.score AS old_score, agents.score AS new_score
     )
-    INSERT INTO score_events (agent, old_score, new_score, source, reason, created_at)
-    SELECT address, old_score, new_score, ${v.source}, ${v.reason}, ${v.now} FROM upd
+    INSERT INTO score_events (agent, old_score, new_score, source, reason, created_at, organization_id, actor_key_id)
+    SELECT address, old_score, new_score, ${v.source}, ${v.reason}, ${v.now}, ${v.organizationId}, ${v.actorKeyId} FROM upd
     RETURNING old_score, new_score`.execute(db);
   return result.rows[0];
 }

@@ -1,11 +1,14 @@
 import type { AgentRow, DB, Kysely } from '@vouch/db';
 import type { Agent, ListQuery, RegisterInput, ScoreHistoryQuery, SetScoreInput } from '@vouch/schemas';
+import type { AuditService } from '../audit/audit.service.ts';
 import type { ReadCache } from '../cache/read-cache.ts';
+import type { Actor } from '../shared/actor.ts';
 import { type Clock, toUnixSeconds } from '../shared/clock.ts';
 import {
   AgentAlreadyRegisteredError,
   AgentNotFoundError,
   AgentNotRegisteredError,
+  ForbiddenError,
   ValidationError,
 } from '../shared/errors.ts';
 import { colorFor, type Grade, gradeFor, gradeRange } from './agents.model.ts';
@@ -14,7 +17,19 @@ import * as repo from './agents.repository.ts';
 export interface AgentsDeps {
   db: Kysely<DB>;
   clock: Clock;
+  audit: AuditService;
   cache?: ReadCache | undefined;
+}
+
+/**
+ * Only the organization that registered an agent (or the operator) changes what everyone reads
+ * about it: its score, its owner. Other organizations read it, keep budgets for it and screen it.
+ */
+export function assertOwns(actor: Actor, agent: { address: string; organization_id: string | null }): void {
+  if (actor.operator || agent.organization_id === null || agent.organization_id === actor.organizationId) return;
+  throw new ForbiddenError(`agent ${agent.address} was registered by another organization, which alone may change it`, {
+    agent: agent.address,
+  });
 }
 
 export function toAgent(row: AgentRow & { transaction_count: number | null; total_volume: string | null }): Agent {
@@ -63,16 +78,25 @@ function decodeEventCursor(cursor: string): string {
   throw new ValidationError([{ path: 'querystring.cursor', message: 'is not a cursor this service issued' }]);
 }
 
-export function createAgentsService({ db, clock, cache }: AgentsDeps) {
+export function createAgentsService({ db, clock, audit, cache }: AgentsDeps) {
   /** Throws unless the address is known; returns the row. */
-  async function requireKnown(address: string): Promise<AgentRow> {
-    const row = await repo.findAgent(db, address);
+  async function requireKnown(address: string, executor: Kysely<DB> = db): Promise<AgentRow> {
+    const row = await repo.findAgent(executor, address);
     if (!row) throw new AgentNotFoundError(address);
+    return row;
+  }
+
+  /** A registered agent the actor's organization may change. */
+  async function requireOwned(actor: Actor, address: string, executor: Kysely<DB> = db): Promise<AgentRow> {
+    const row = await requireKnown(address, executor);
+    if (!row.is_registered) throw new AgentNotRegisteredError(address);
+    assertOwns(actor, row);
     return row;
   }
 
   return {
     requireKnown,
+    requireOwned,
 
     async requireRegistered(address: string): Promise<AgentRow> {
       const row = await requireKnown(address);
@@ -97,46 +121,65 @@ export function createAgentsService({ db, clock, cache }: AgentsDeps) {
       return { score, grade: gradeFor(score), color: colorFor(score) };
     },
 
-    async register(input: RegisterInput): Promise<Agent> {
-      const row = await repo.registerAgent(db, {
-        address: input.address,
-        owner: input.owner ?? null,
-        metadata: input.metadata ?? null,
-        now: clock(),
+    async register(actor: Actor, input: RegisterInput): Promise<Agent> {
+      const now = clock();
+      await db.transaction().execute(async (trx) => {
+        const row = await repo.registerAgent(trx, {
+          address: input.address,
+          organizationId: actor.organizationId,
+          owner: input.owner ?? null,
+          metadata: input.metadata ?? null,
+          now,
+        });
+        if (!row) throw new AgentAlreadyRegisteredError(input.address);
+        await audit.append(trx, actor, 'agent.registered', input.address, { owner: input.owner ?? null }, now);
       });
-      if (!row) throw new AgentAlreadyRegisteredError(input.address);
       cache?.invalidate('agents', input.address); // a "not found" may be cached
       const full = await repo.findAgentWithActivity(db, input.address);
-      return toAgent(full ?? { ...row, transaction_count: 0, total_volume: '0' });
+      if (!full) throw new AgentNotFoundError(input.address);
+      return toAgent(full);
     },
 
     /** Changes a registered agent's owner; the time of the change feeds ownershipStability. */
-    async setOwner(address: string, owner: string): Promise<Agent> {
-      const changed = await repo.changeOwner(db, address, owner, clock());
+    async setOwner(actor: Actor, address: string, owner: string): Promise<Agent> {
+      const now = clock();
+      const changed = await db.transaction().execute(async (trx) => {
+        const row = await requireOwned(actor, address, trx);
+        const changed = await repo.changeOwner(trx, address, owner, now);
+        if (changed)
+          await audit.append(trx, actor, 'agent.owner_changed', address, { from: row.owner, to: owner }, now);
+        return changed;
+      });
       if (changed) cache?.invalidate('budgets', address); // whether a spend is allowed may have changed
-      if (!changed) {
-        const row = await requireKnown(address);
-        if (!row.is_registered) throw new AgentNotRegisteredError(address);
-      }
       const full = await repo.findAgentWithActivity(db, address);
       if (!full) throw new AgentNotFoundError(address);
       return toAgent(full);
     },
 
-    async setScore(address: string, input: SetScoreInput) {
+    async setScore(actor: Actor, address: string, input: SetScoreInput) {
       const now = clock();
-      const written = await repo.writeScore(db, {
-        address,
-        score: input.score,
-        source: 'manual',
-        reason: input.reason,
-        now,
+      const written = await db.transaction().execute(async (trx) => {
+        await requireOwned(actor, address, trx);
+        const written = await repo.writeScore(trx, {
+          address,
+          score: input.score,
+          source: 'manual',
+          reason: input.reason,
+          now,
+          organizationId: actor.organizationId,
+          actorKeyId: actor.keyId,
+        });
+        if (!written) throw new Error(`score write for ${address} matched no row`);
+        await audit.append(
+          trx,
+          actor,
+          'score.set',
+          address,
+          { previousScore: written.old_score, score: written.new_score, reason: input.reason },
+          now,
+        );
+        return written;
       });
-      if (!written) {
-        const row = await requireKnown(address);
-        if (!row.is_registered) throw new AgentNotRegisteredError(address);
-        throw new Error(`score write for ${address} matched no row`);
-      }
       // Read your own write: this process's cached score goes before the answer does.
       cache?.invalidate('agents', address);
       return {

@@ -1,4 +1,5 @@
 import { type BudgetRow, type DB, type Kysely, type RawBuilder, sql } from '@vouch/db';
+import { type AuditMeta, auditCtes } from '../audit/audit.repository.ts';
 
 type Executor = Kysely<DB>;
 
@@ -11,14 +12,38 @@ const agentOrOwnerSanctioned = (agent: string | RawBuilder<unknown>) => sql<bool
   JOIN sanctions_entries se ON se.snapshot_id = ss.id AND se.address IN (a.address, a.owner)
   WHERE a.address = ${agent})`;
 
-/** The budget row, and whether the agent or its owner is sanctioned (which refuses every spend). */
-export function findBudget(db: Executor, agent: string): Promise<BudgetWithStanding | undefined> {
+/** The organization's budget of the agent, and whether the agent or its owner is sanctioned (which refuses every spend). */
+export function findBudget(
+  db: Executor,
+  organizationId: string,
+  agent: string,
+): Promise<BudgetWithStanding | undefined> {
   return db
     .selectFrom('budgets')
     .selectAll()
     .select(agentOrOwnerSanctioned(sql.ref('budgets.agent')).as('sanctioned'))
+    .where('organization_id', '=', organizationId)
     .where('agent', '=', agent)
     .executeTakeFirst();
+}
+
+/**
+ * Every organization's budget of the agent and the agent's standing, in one read: what the read
+ * cache keeps per agent, so that a change of the agent (its owner, the sanctions list) drops
+ * them all at once.
+ */
+export async function findAgentBudgets(
+  db: Executor,
+  agent: string,
+): Promise<{ sanctioned: boolean; rows: BudgetRow[] }> {
+  const result = await sql<BudgetRow & { sanctioned: boolean }>`
+    SELECT b.*, s.sanctioned FROM (SELECT ${agentOrOwnerSanctioned(agent)} AS sanctioned) AS s
+    LEFT JOIN budgets b ON b.agent = ${agent}`.execute(db);
+  const first = result.rows[0];
+  return {
+    sanctioned: first?.sanctioned ?? false,
+    rows: result.rows.filter((r) => r.organization_id !== null).map(({ sanctioned: _s, ...row }) => row as BudgetRow),
+  };
 }
 
 export interface LimitsPatch {
@@ -30,6 +55,7 @@ export interface LimitsPatch {
 /** First set: all three limits; a concurrent first set of the same agent updates instead. */
 export function insertBudget(
   db: Executor,
+  organizationId: string,
   agent: string,
   limits: { dailyLimit: string; monthlyLimit: string; perTxLimit: string },
   windows: { day: Date; month: Date; now: Date },
@@ -37,6 +63,7 @@ export function insertBudget(
   return db
     .insertInto('budgets')
     .values({
+      organization_id: organizationId,
       agent,
       daily_limit: limits.dailyLimit,
       monthly_limit: limits.monthlyLimit,
@@ -49,7 +76,7 @@ export function insertBudget(
       updated_at: windows.now,
     })
     .onConflict((oc) =>
-      oc.column('agent').doUpdateSet({
+      oc.columns(['organization_id', 'agent']).doUpdateSet({
         daily_limit: limits.dailyLimit,
         monthly_limit: limits.monthlyLimit,
         per_tx_limit: limits.perTxLimit,
@@ -60,7 +87,7 @@ export function insertBudget(
     .executeTakeFirstOrThrow();
 }
 
-export function updateLimits(db: Executor, agent: string, patch: LimitsPatch, now: Date) {
+export function updateLimits(db: Executor, organizationId: string, agent: string, patch: LimitsPatch, now: Date) {
   return db
     .updateTable('budgets')
     .set({
@@ -69,6 +96,7 @@ export function updateLimits(db: Executor, agent: string, patch: LimitsPatch, no
       ...(patch.perTxLimit !== undefined && { per_tx_limit: patch.perTxLimit }),
       updated_at: now,
     })
+    .where('organization_id', '=', organizationId)
     .where('agent', '=', agent)
     .returningAll()
     .executeTakeFirst();
@@ -79,14 +107,16 @@ export type SpendRow = BudgetRow & { spend_id: string };
 /**
  * The spend: one statement that rolls the windows forward, debits only if every
  * limit holds against the row as it is when the row lock is taken (Postgres
- * re-evaluates a concurrently updated row), and writes the ledger entry, accepted
- * or refused. `last_refusal` carries this attempt's outcome to the ledger insert.
- * Returns nothing when the agent has no budget.
+ * re-evaluates a concurrently updated row), writes the ledger entry, accepted
+ * or refused, and appends it to the organization's audit log. `last_refusal` carries
+ * this attempt's outcome to the ledger insert. Returns nothing when the organization
+ * has no budget for the agent.
  */
 export async function spend(
   db: Executor,
-  v: { agent: string; amount: string; day: Date; month: Date; now: Date },
+  v: { agent: string; amount: string; day: Date; month: Date; now: Date; audit: AuditMeta },
 ): Promise<SpendRow | undefined> {
+  const org = v.audit.organizationId;
   const amount = sql`${v.amount}::numeric`;
   // Counters of windows that have passed count as zero; windows only move forward.
   const daily = sql`(CASE WHEN b.day_start >= ${v.day} THEN b.daily_spent ELSE 0 END)`;
@@ -111,13 +141,21 @@ export async function spend(
         month_start = GREATEST(b.month_start, ${v.month}),
         updated_at = ${v.now}
       FROM standing
-      WHERE b.agent = ${v.agent}
+      WHERE b.organization_id = ${org} AND b.agent = ${v.agent}
       RETURNING b.*
     ), ledger AS (
-      INSERT INTO spends (agent, amount, accepted, reason, created_at)
-      SELECT agent, ${amount}, last_refusal IS NULL, last_refusal, ${v.now} FROM upd
+      INSERT INTO spends (organization_id, agent, actor_key_id, amount, accepted, reason, created_at)
+      SELECT organization_id, agent, ${v.audit.actorKeyId}, ${amount}, last_refusal IS NULL, last_refusal, ${v.now} FROM upd
       RETURNING id
-    )
+    ), ${auditCtes(
+      v.audit,
+      {
+        action: sql`CASE WHEN upd.last_refusal IS NULL THEN 'spend.accepted' ELSE 'spend.refused' END`,
+        target: sql`upd.agent`,
+        details: sql`jsonb_build_object('spendId', ledger.id::text, 'amount', ${v.amount}::text, 'reason', upd.last_refusal)`,
+      },
+      sql`upd CROSS JOIN ledger`,
+    )}
     SELECT upd.*, ledger.id::text AS spend_id FROM upd CROSS JOIN ledger`.execute(db);
   return result.rows[0];
 }

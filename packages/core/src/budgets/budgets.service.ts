@@ -1,7 +1,10 @@
 import type { BudgetRow, DB, Kysely } from '@vouch/db';
 import type { Budget, BudgetCheck, SetBudgetInput, SpendResult } from '@vouch/schemas';
 import { findAgent } from '../agents/agents.repository.ts';
+import type { AuditService } from '../audit/audit.service.ts';
+import { auditMeta } from '../audit/audit.service.ts';
 import type { ReadCache } from '../cache/read-cache.ts';
+import type { Actor } from '../shared/actor.ts';
 import { type Clock, toUnixSeconds } from '../shared/clock.ts';
 import {
   AgentNotFoundError,
@@ -12,18 +15,18 @@ import {
   ValidationError,
 } from '../shared/errors.ts';
 import { type BudgetState, dayStart, evaluateSpend, monthStart, windowsAt } from './budgets.model.ts';
-import type { BudgetWithStanding } from './budgets.repository.ts';
 import * as repo from './budgets.repository.ts';
 
 export interface BudgetsDeps {
   db: Kysely<DB>;
   clock: Clock;
+  audit: AuditService;
   cache?: ReadCache | undefined;
 }
 
-function toState(row: BudgetWithStanding): BudgetState {
+function toState(row: BudgetRow, sanctioned: boolean): BudgetState {
   return {
-    sanctioned: row.sanctioned,
+    sanctioned,
     dailyLimit: BigInt(row.daily_limit),
     monthlyLimit: BigInt(row.monthly_limit),
     perTxLimit: BigInt(row.per_tx_limit),
@@ -45,19 +48,26 @@ interface CachedBudget {
   state: BudgetState;
 }
 
-export function createBudgetsService({ db, clock, cache }: BudgetsDeps) {
-  /** The budget row and its parsed state (or null), through the read cache when there is one. */
-  const budgetOf = (address: string, fresh = false): Promise<CachedBudget | null> => {
-    const load = async () => {
-      const row = await repo.findBudget(db, address);
-      return row ? { row, state: toState(row) } : null;
-    };
-    return cache && !fresh ? cache.read('budgets', address, load) : load();
+/** What the read cache keeps per agent: every organization's budget of it, parsed. */
+type AgentBudgets = Map<string, CachedBudget>;
+
+export function createBudgetsService({ db, clock, audit, cache }: BudgetsDeps) {
+  /** The organization's budget of the agent and its parsed state (or null), through the read cache when there is one. */
+  const budgetOf = async (organizationId: string, address: string, fresh = false): Promise<CachedBudget | null> => {
+    if (!cache || fresh) {
+      const row = await repo.findBudget(db, organizationId, address);
+      return row ? { row, state: toState(row, row.sanctioned) } : null;
+    }
+    const all = await cache.read('budgets', address, async (): Promise<AgentBudgets> => {
+      const { sanctioned, rows } = await repo.findAgentBudgets(db, address);
+      return new Map(rows.map((row) => [row.organization_id, { row, state: toState(row, sanctioned) }]));
+    });
+    return all.get(organizationId) ?? null;
   };
 
   function toBudget(row: BudgetRow, now: Date): Budget {
     // The figures of the limits and windows; whether a spend is allowed is the check's answer.
-    const state = toState({ ...row, sanctioned: false });
+    const state = toState(row, false);
     const evaluation = evaluateSpend(state, 0n, now);
     return {
       dailyLimit: row.daily_limit,
@@ -80,8 +90,8 @@ export function createBudgetsService({ db, clock, cache }: BudgetsDeps) {
   }
 
   return {
-    async get(address: string): Promise<Budget> {
-      const budget = await repo.findBudget(db, address);
+    async get(actor: Actor, address: string): Promise<Budget> {
+      const budget = await repo.findBudget(db, actor.organizationId, address);
       if (!budget) {
         if (!(await findAgent(db, address))) throw new AgentNotFoundError(address);
         throw new BudgetNotFoundError(address);
@@ -93,34 +103,57 @@ export function createBudgetsService({ db, clock, cache }: BudgetsDeps) {
      * First set needs dailyLimit and monthlyLimit (perTxLimit defaults to dailyLimit);
      * later sets change any subset and keep what has been spent.
      */
-    async set(address: string, input: SetBudgetInput): Promise<Budget> {
+    async set(actor: Actor, address: string, input: SetBudgetInput): Promise<Budget> {
       await requireRegistered(db, address);
       const now = clock();
-      let row = await repo.updateLimits(db, address, input, now);
-      if (!row) {
-        const missing = (['dailyLimit', 'monthlyLimit'] as const).filter((k) => input[k] === undefined);
-        if (missing.length) {
-          throw new ValidationError(
-            missing.map((k) => ({ path: `body.${k}`, message: 'is required when the agent has no budget yet' })),
+      const org = actor.organizationId;
+      const row = await db.transaction().execute(async (trx) => {
+        let row = await repo.updateLimits(trx, org, address, input, now);
+        if (!row) {
+          const missing = (['dailyLimit', 'monthlyLimit'] as const).filter((k) => input[k] === undefined);
+          if (missing.length) {
+            throw new ValidationError(
+              missing.map((k) => ({ path: `body.${k}`, message: 'is required when the agent has no budget yet' })),
+            );
+          }
+          const dailyLimit = input.dailyLimit as string;
+          row = await repo.insertBudget(
+            trx,
+            org,
+            address,
+            { dailyLimit, monthlyLimit: input.monthlyLimit as string, perTxLimit: input.perTxLimit ?? dailyLimit },
+            { day: dayStart(now), month: monthStart(now), now },
           );
         }
-        const dailyLimit = input.dailyLimit as string;
-        row = await repo.insertBudget(
-          db,
+        await audit.append(
+          trx,
+          actor,
+          'budget.set',
           address,
-          { dailyLimit, monthlyLimit: input.monthlyLimit as string, perTxLimit: input.perTxLimit ?? dailyLimit },
-          { day: dayStart(now), month: monthStart(now), now },
+          {
+            changed: Object.keys(input).sort(),
+            dailyLimit: row.daily_limit,
+            monthlyLimit: row.monthly_limit,
+            perTxLimit: row.per_tx_limit,
+          },
+          now,
         );
-      }
+        return row;
+      });
       // Read your own write: the next check in this process sees the new limits.
       cache?.invalidate('budgets', address);
       return toBudget(row, now);
     },
 
     /** Advisory: would this amount be allowed now? Changes nothing. `fresh` bypasses the read cache. */
-    async check(address: string, amount: string, options: { fresh?: boolean } = {}): Promise<BudgetCheck> {
+    async check(
+      actor: Actor,
+      address: string,
+      amount: string,
+      options: { fresh?: boolean } = {},
+    ): Promise<BudgetCheck> {
       const now = clock();
-      const budget = await budgetOf(address, options.fresh);
+      const budget = await budgetOf(actor.organizationId, address, options.fresh);
       if (!budget) {
         if (!(await findAgent(db, address))) throw new AgentNotFoundError(address);
         return {
@@ -152,6 +185,7 @@ export function createBudgetsService({ db, clock, cache }: BudgetsDeps) {
      * must follow that commit.
      */
     async spend(
+      actor: Actor,
       address: string,
       amount: string,
       executor: Kysely<DB> = db,
@@ -164,6 +198,7 @@ export function createBudgetsService({ db, clock, cache }: BudgetsDeps) {
         day: dayStart(now),
         month: monthStart(now),
         now,
+        audit: auditMeta(actor, now),
       });
       if (!row) {
         await requireRegistered(executor, address);

@@ -3,17 +3,26 @@ import { type DB, type IdempotencyRow, type Kysely, sql } from '@vouch/db';
 type Executor = Kysely<DB>;
 
 /** Takes the key's lock for the transaction if nobody holds it; false when another request does. */
-export async function tryLockKey(trx: Executor, scope: string, key: string): Promise<boolean> {
+export async function tryLockKey(trx: Executor, organizationId: string, scope: string, key: string): Promise<boolean> {
   const lock = await sql<{ locked: boolean }>`
-    SELECT pg_try_advisory_xact_lock(hashtextextended(${`${scope}\n${key}`}, 0)) AS locked`.execute(trx);
+    SELECT pg_try_advisory_xact_lock(hashtextextended(${`${organizationId}\n${scope}\n${key}`}, 0)) AS locked`.execute(
+    trx,
+  );
   return lock.rows[0]?.locked === true;
 }
 
 /** The stored answer of a key that has not expired. */
-export function findLiveKey(db: Executor, scope: string, key: string, now: Date): Promise<IdempotencyRow | undefined> {
+export function findLiveKey(
+  db: Executor,
+  organizationId: string,
+  scope: string,
+  key: string,
+  now: Date,
+): Promise<IdempotencyRow | undefined> {
   return db
     .selectFrom('idempotency_keys')
     .selectAll()
+    .where('organization_id', '=', organizationId)
     .where('scope', '=', scope)
     .where('key', '=', key)
     .where('expires_at', '>', now)
@@ -24,6 +33,7 @@ export function findLiveKey(db: Executor, scope: string, key: string, now: Date)
 export async function storeKey(
   db: Executor,
   v: {
+    organizationId: string;
     scope: string;
     key: string;
     requestHash: string;
@@ -42,8 +52,8 @@ export async function storeKey(
   };
   await db
     .insertInto('idempotency_keys')
-    .values({ scope: v.scope, key: v.key, ...values })
-    .onConflict((oc) => oc.columns(['scope', 'key']).doUpdateSet(values))
+    .values({ organization_id: v.organizationId, scope: v.scope, key: v.key, ...values })
+    .onConflict((oc) => oc.columns(['organization_id', 'scope', 'key']).doUpdateSet(values))
     .execute();
 }
 

@@ -9,7 +9,9 @@ import * as repo from './idempotency.repository.ts';
 export const IDEMPOTENCY_TTL_MS = 24 * 60 * 60 * 1000;
 
 export interface IdempotentRequest {
-  /** What the key is scoped to: the route and, once keys exist, the client. */
+  /** Keys are an organization's own: two organizations never share one. */
+  organizationId: string;
+  /** What the key is scoped to within the organization: the route. */
   scope: string;
   key: string;
   /** The request's meaningful content (path params and body). */
@@ -46,9 +48,10 @@ export function createIdempotencyService({ db, clock }: { db: Kysely<DB>; clock:
       const hash = requestHash(req.request);
       const result = await db.transaction().execute(async (trx) => {
         const now = clock();
-        if (!(await repo.tryLockKey(trx, req.scope, req.key))) throw new IdempotencyInProgressError();
+        if (!(await repo.tryLockKey(trx, req.organizationId, req.scope, req.key)))
+          throw new IdempotencyInProgressError();
 
-        const stored = await repo.findLiveKey(trx, req.scope, req.key, now);
+        const stored = await repo.findLiveKey(trx, req.organizationId, req.scope, req.key, now);
         if (stored) {
           if (stored.request_hash !== hash) throw new IdempotencyKeyReusedError();
           return { replayed: true as const, outcome: stored.response as unknown as StoredOutcome };
@@ -69,6 +72,7 @@ export function createIdempotencyService({ db, clock }: { db: Kysely<DB>; clock:
           };
         }
         await repo.storeKey(trx, {
+          organizationId: req.organizationId,
           scope: req.scope,
           key: req.key,
           requestHash: hash,

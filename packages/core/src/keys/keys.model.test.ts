@@ -1,19 +1,39 @@
 import { describe, expect, it } from 'vitest';
-import { generateSecret, hashSecret, keyStatus, looksLikeSecret, scopeAllows, secretsEqual } from './keys.model.ts';
+import {
+  generateSecret,
+  grantedScopes,
+  hashSecret,
+  keyStatus,
+  looksLikeSecret,
+  scopeAllows,
+  secretsEqual,
+} from './keys.model.ts';
 
 describe('scopes', () => {
-  it('admin implies write and read; write implies read; read implies nothing else', () => {
-    expect(scopeAllows(['admin'], 'read')).toBe(true);
-    expect(scopeAllows(['admin'], 'write')).toBe(true);
-    expect(scopeAllows(['admin'], 'admin')).toBe(true);
-    expect(scopeAllows(['write'], 'read')).toBe(true);
-    expect(scopeAllows(['write'], 'write')).toBe(true);
-    expect(scopeAllows(['write'], 'admin')).toBe(false);
+  it('admin implies every scope; every other scope implies read and nothing else', () => {
+    for (const scope of ['read', 'spend', 'manage', 'approve', 'score', 'admin'] as const) {
+      expect(scopeAllows(['admin'], scope)).toBe(true);
+    }
+    for (const held of ['spend', 'manage', 'approve', 'score'] as const) {
+      expect(scopeAllows([held], held)).toBe(true);
+      expect(scopeAllows([held], 'read')).toBe(true);
+      expect(scopeAllows([held], 'admin')).toBe(false);
+      for (const other of ['spend', 'manage', 'approve', 'score'] as const) {
+        if (other !== held) expect(scopeAllows([held], other), `${held} → ${other}`).toBe(false);
+      }
+    }
     expect(scopeAllows(['read'], 'read')).toBe(true);
-    expect(scopeAllows(['read'], 'write')).toBe(false);
-    expect(scopeAllows(['read'], 'admin')).toBe(false);
+    expect(scopeAllows(['read'], 'spend')).toBe(false);
     expect(scopeAllows([], 'read')).toBe(false);
     expect(scopeAllows(['bogus'], 'read')).toBe(false);
+    // A key stored before the finer scopes, never migrated, grants nothing it does not name.
+    expect(scopeAllows(['write'], 'read')).toBe(false);
+  });
+
+  it('grants write as spend, manage and score, in canonical order without repeats', () => {
+    expect(grantedScopes(['write'])).toEqual(['spend', 'manage', 'score']);
+    expect(grantedScopes(['score', 'read', 'write', 'spend'])).toEqual(['read', 'spend', 'manage', 'score']);
+    expect(grantedScopes(['admin', 'approve'])).toEqual(['approve', 'admin']);
   });
 });
 

@@ -1,15 +1,24 @@
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
-import type { ApiKeyScope } from '@vouch/schemas';
+import { type ApiKeyScope, apiKeyScopes, type RequestedScope } from '@vouch/schemas';
 
 /** `vk_<16 hex id>_<43 base64url chars of 32 random bytes>`. */
 const SECRET_RE = /^vk_([0-9a-f]{16})_[A-Za-z0-9_-]{43}$/;
 
-/** Each scope and the scopes it implies: admin ⊇ write ⊇ read. */
+/** Each scope and the scopes it implies: every scope reads; admin may do everything. */
 const implied: Record<ApiKeyScope, readonly ApiKeyScope[]> = {
   read: ['read'],
-  write: ['write', 'read'],
-  admin: ['admin', 'write', 'read'],
+  spend: ['spend', 'read'],
+  manage: ['manage', 'read'],
+  approve: ['approve', 'read'],
+  score: ['score', 'read'],
+  admin: apiKeyScopes,
 };
+
+/** The scopes a key is created with, in canonical order: `write` (the scope before the finer ones) is spend, manage and score. */
+export function grantedScopes(requested: readonly RequestedScope[]): ApiKeyScope[] {
+  const wanted = new Set<string>(requested.flatMap((s) => (s === 'write' ? ['spend', 'manage', 'score'] : [s])));
+  return apiKeyScopes.filter((s) => wanted.has(s));
+}
 
 /** Whether a key holding `scopes` may do what `required` allows. */
 export function scopeAllows(scopes: readonly string[], required: ApiKeyScope): boolean {

@@ -1,13 +1,17 @@
 import type { DB, Kysely } from '@vouch/db';
 import type { ApiKey, ApiKeyScope, CreateApiKeyInput, CreatedApiKey } from '@vouch/schemas';
+import type { AuditService } from '../audit/audit.service.ts';
+import { findOrganization } from '../organizations/organizations.repository.ts';
+import type { Actor } from '../shared/actor.ts';
 import { type Clock, toUnixSeconds } from '../shared/clock.ts';
-import { DomainError, ValidationError } from '../shared/errors.ts';
-import { generateSecret, hashSecret, keyStatus, looksLikeSecret } from './keys.model.ts';
+import { ForbiddenError, NotFoundError, ValidationError } from '../shared/errors.ts';
+import { generateSecret, grantedScopes, hashSecret, keyStatus, looksLikeSecret } from './keys.model.ts';
 import * as repo from './keys.repository.ts';
 
 export interface KeysDeps {
   db: Kysely<DB>;
   clock: Clock;
+  audit: AuditService;
   /** How long a looked-up key is trusted without asking the database again (other replicas see a revocation this late). */
   cacheMs?: number;
   /** `last_used_at` is written at most this often per key. */
@@ -17,8 +21,11 @@ export interface KeysDeps {
 /** Who a valid key belongs to. */
 export interface KeyPrincipal {
   id: string;
+  organizationId: string;
   name: string;
   scopes: ApiKeyScope[];
+  /** The operator's ADMIN_API_KEY: acts across organizations and counts against none. */
+  operator?: true;
 }
 
 export type AuthenticateResult =
@@ -27,15 +34,10 @@ export type AuthenticateResult =
 
 const CACHE_LIMIT = 10_000;
 
-export class ApiKeyNotFoundError extends DomainError {
-  constructor(id: string) {
-    super('NOT_FOUND', `no API key ${id}`);
-  }
-}
-
 function toApiKey(row: repo.ApiKeyRow, now: Date): ApiKey {
   return {
     id: row.id,
+    organizationId: row.organization_id,
     name: row.name,
     scopes: row.scopes as ApiKeyScope[],
     status: keyStatus(row, now),
@@ -46,7 +48,7 @@ function toApiKey(row: repo.ApiKeyRow, now: Date): ApiKey {
   };
 }
 
-export function createKeysService({ db, clock, cacheMs = 5000, touchEveryMs = 60_000 }: KeysDeps) {
+export function createKeysService({ db, clock, audit, cacheMs = 5000, touchEveryMs = 60_000 }: KeysDeps) {
   // Hash → row (or null for an unknown hash) and when it was read.
   const cache = new Map<string, { row: repo.ApiKeyRow | null; at: number }>();
   const touched = new Map<string, number>();
@@ -70,25 +72,47 @@ export function createKeysService({ db, clock, cacheMs = 5000, touchEveryMs = 60
   }
 
   return {
-    async create(input: CreateApiKeyInput): Promise<CreatedApiKey> {
+    /**
+     * Creates a key in the actor's organization; the operator may name another organization
+     * (the first key of a new one).
+     */
+    async create(actor: Actor, input: CreateApiKeyInput): Promise<CreatedApiKey> {
       const now = clock();
       if (input.expiresAt !== undefined && input.expiresAt <= toUnixSeconds(now)) {
         throw new ValidationError([{ path: 'body.expiresAt', message: 'must be in the future' }]);
       }
+      const organizationId = input.organizationId ?? actor.organizationId;
+      if (organizationId !== actor.organizationId && !actor.operator) {
+        throw new ForbiddenError('only the operator (ADMIN_API_KEY) creates keys for another organization');
+      }
       const { id, secret } = generateSecret();
-      // Canonical order, so a listing reads the same whatever order the caller sent.
-      const scopes = (['read', 'write', 'admin'] as const).filter((s) => input.scopes.includes(s));
-      const row = await repo.insertKey(db, {
-        id,
-        name: input.name,
-        keyHash: hashSecret(secret),
-        scopes,
-        expiresAt: input.expiresAt !== undefined ? new Date(input.expiresAt * 1000) : null,
-        now,
+      const row = await db.transaction().execute(async (trx) => {
+        if (!(await findOrganization(trx, organizationId))) {
+          throw new ValidationError([{ path: 'body.organizationId', message: `no organization ${organizationId}` }]);
+        }
+        const row = await repo.insertKey(trx, {
+          id,
+          organizationId,
+          name: input.name,
+          keyHash: hashSecret(secret),
+          scopes: grantedScopes(input.scopes),
+          expiresAt: input.expiresAt !== undefined ? new Date(input.expiresAt * 1000) : null,
+          now,
+        });
+        await audit.append(
+          trx,
+          { ...actor, organizationId },
+          'key.created',
+          null,
+          { keyId: id, name: row.name, scopes: row.scopes, expiresAt: input.expiresAt ?? null },
+          now,
+        );
+        return row;
       });
       const created = toApiKey(row, now);
       return {
         id: created.id,
+        organizationId: created.organizationId,
         name: created.name,
         scopes: created.scopes,
         expiresAt: created.expiresAt,
@@ -97,16 +121,33 @@ export function createKeysService({ db, clock, cacheMs = 5000, touchEveryMs = 60
       };
     },
 
-    async list(): Promise<{ keys: ApiKey[] }> {
+    /** The organization's keys; every organization's for the operator. */
+    async list(actor: Actor): Promise<{ keys: ApiKey[] }> {
       const now = clock();
-      return { keys: (await repo.listKeys(db)).map((row) => toApiKey(row, now)) };
+      const rows = await repo.listKeys(db, actor.operator ? null : actor.organizationId);
+      return { keys: rows.map((row) => toApiKey(row, now)) };
     },
 
-    async revoke(id: string): Promise<ApiKey> {
-      const row = await repo.revokeKey(db, id, clock());
-      if (!row) throw new ApiKeyNotFoundError(id);
-      cache.delete(row.key_hash);
-      return toApiKey(row, clock());
+    /** Revokes a key of the organization (any organization's for the operator). */
+    async revoke(actor: Actor, id: string): Promise<ApiKey> {
+      const now = clock();
+      const found = await db.transaction().execute(async (trx) => {
+        const found = await repo.revokeKey(trx, id, actor.operator ? null : actor.organizationId, now);
+        if (found?.revoked) {
+          await audit.append(
+            trx,
+            { ...actor, organizationId: found.row.organization_id },
+            'key.revoked',
+            null,
+            { keyId: id, name: found.row.name },
+            now,
+          );
+        }
+        return found;
+      });
+      if (!found) throw new NotFoundError(`no API key ${id}`);
+      cache.delete(found.row.key_hash);
+      return toApiKey(found.row, now);
     },
 
     /** Resolves a presented secret to its key, or says why it does not count. */
@@ -118,7 +159,10 @@ export function createKeysService({ db, clock, cacheMs = 5000, touchEveryMs = 60
       const status = keyStatus(row, now);
       if (status !== 'active') return { ok: false, reason: status };
       touch(row.id, now);
-      return { ok: true, key: { id: row.id, name: row.name, scopes: row.scopes as ApiKeyScope[] } };
+      return {
+        ok: true,
+        key: { id: row.id, organizationId: row.organization_id, name: row.name, scopes: row.scopes as ApiKeyScope[] },
+      };
     },
   };
 }

@@ -72,6 +72,8 @@ export async function writeScores(
     jobId: string | null;
     now: Date;
     onlyChanged: boolean;
+    /** Who wrote the scores (manual and batch); none for the model. */
+    actor?: { organizationId: string; keyId: string | null };
   },
 ): Promise<Array<{ address: string; old_score: number; new_score: number }>> {
   const result = await sql<{ address: string; old_score: number; new_score: number }>`
@@ -89,8 +91,9 @@ export async function writeScores(
       WHERE a.address = v.address
       RETURNING a.address, old.score AS old_score, a.score AS new_score, v.reason
     )
-    INSERT INTO score_events (agent, old_score, new_score, source, reason, created_at, job_id)
-    SELECT address, old_score, new_score, ${v.source}, reason, ${v.now}, ${v.jobId} FROM upd
+    INSERT INTO score_events (agent, old_score, new_score, source, reason, created_at, job_id, organization_id, actor_key_id)
+    SELECT address, old_score, new_score, ${v.source}, reason, ${v.now}, ${v.jobId},
+      ${v.actor?.organizationId ?? null}::text, ${v.actor?.keyId ?? null}::text FROM upd
     RETURNING agent AS address, old_score, new_score`.execute(db);
   return result.rows;
 }
@@ -108,7 +111,7 @@ export async function currentScores(db: Executor, addresses: string[]): Promise<
 export function registrationOf(db: Executor, addresses: string[]) {
   return db
     .selectFrom('agents')
-    .select(['address', 'is_registered', 'score'])
+    .select(['address', 'is_registered', 'score', 'organization_id'])
     .where('address', 'in', addresses)
     .execute();
 }

@@ -1,8 +1,10 @@
 import type { DB, Kysely } from '@vouch/db';
 import type { ComputeInput } from '@vouch/schemas';
 import { colorFor, gradeFor } from '../agents/agents.model.ts';
+import type { AuditService } from '../audit/audit.service.ts';
+import type { Actor } from '../shared/actor.ts';
 import type { Clock } from '../shared/clock.ts';
-import { AgentNotFoundError, DomainError } from '../shared/errors.ts';
+import { AgentNotFoundError, DomainError, ForbiddenError } from '../shared/errors.ts';
 import { computeScore, type ScoreInputs, weiToEther } from './scores.model.ts';
 import * as repo from './scores.repository.ts';
 
@@ -30,11 +32,26 @@ export const COMPLIANCE_WINDOW_DAYS = 30;
 export interface ScoresDeps {
   db: Kysely<DB>;
   clock: Clock;
+  audit: AuditService;
+}
+
+/** Refuses agents registered by another organization than the actor's (the operator may score any). */
+function assertAllOwned(actor: Actor, rows: Array<{ address: string; organization_id: string | null }>): void {
+  if (actor.operator) return;
+  const foreign = rows.filter((r) => r.organization_id !== null && r.organization_id !== actor.organizationId);
+  if (foreign.length) {
+    throw new ForbiddenError(
+      `${foreign.length} agent(s) were registered by another organization, which alone may score them`,
+      {
+        agents: foreign.map((r) => r.address),
+      },
+    );
+  }
 }
 
 const complianceSince = (now: Date) => new Date(now.getTime() - COMPLIANCE_WINDOW_DAYS * DAY_MS);
 
-export function createScoresService({ db, clock }: ScoresDeps) {
+export function createScoresService({ db, clock, audit }: ScoresDeps) {
   /** The model's inputs for one agent, read from its recorded transactions and spends. */
   async function inputsFor(address: string): Promise<ScoreInputs & { currentScore: number }> {
     const now = clock();
@@ -54,16 +71,17 @@ export function createScoresService({ db, clock }: ScoresDeps) {
     },
 
     /**
-     * Batch scoring must name only registered agents, each once; checked before a
-     * batch is queued (and again when it is applied).
+     * Batch scoring must name only registered agents of the actor's organization, each once;
+     * checked before a batch is queued (and again when it is applied).
      */
-    async assertBatchable(addresses: string[]): Promise<void> {
+    async assertBatchable(addresses: string[], actor?: Actor): Promise<void> {
       const rows = await repo.registrationOf(db, addresses);
       const known = new Map(rows.map((r) => [r.address, r.is_registered]));
       const missing = addresses.filter((a) => !known.has(a));
       if (missing.length) {
         throw new DomainError('AGENT_NOT_FOUND', `${missing.length} agent(s) are not known`, { agents: missing });
       }
+      if (actor) assertAllOwned(actor, rows);
       const observed = addresses.filter((a) => known.get(a) === false);
       if (observed.length) {
         throw new DomainError('AGENT_NOT_REGISTERED', `${observed.length} agent(s) are not registered`, {
@@ -76,7 +94,7 @@ export function createScoresService({ db, clock }: ScoresDeps) {
      * Applies a batch atomically: every score and its history row, or nothing. A
      * redelivered job (same id) finds its rows and answers without writing again.
      */
-    async applyBatch(entries: BatchEntry[], jobId: string) {
+    async applyBatch(entries: BatchEntry[], jobId: string, actor: Actor) {
       const addresses = entries.map((e) => e.address);
       return db.transaction().execute(async (trx) => {
         if (!(await repo.jobAlreadyApplied(trx, jobId))) {
@@ -88,15 +106,29 @@ export function createScoresService({ db, clock }: ScoresDeps) {
               agents: refused,
             });
           }
-          await repo.writeScores(trx, {
+          assertAllOwned(actor, rows);
+          const now = clock();
+          const written = await repo.writeScores(trx, {
             addresses,
             scores: entries.map((e) => e.score),
             reasons: entries.map((e) => e.reason),
             source: 'batch',
             jobId,
-            now: clock(),
+            now,
             onlyChanged: false,
+            actor: { organizationId: actor.organizationId, keyId: actor.keyId },
           });
+          await audit.append(
+            trx,
+            actor,
+            'score.batch',
+            null,
+            {
+              jobId,
+              scores: written.map((w) => ({ agent: w.address, previousScore: w.old_score, score: w.new_score })),
+            },
+            now,
+          );
         }
         // What was stored (a sanctioned agent's score is 0 whatever was asked).
         const stored = await repo.currentScores(trx, addresses);

@@ -24,6 +24,7 @@ describe('score refreshes while the queue is unreachable', () => {
       const scoring = createScoringJobs({
         runner,
         scores: {} as never,
+        audit: {} as never,
         chunkSize: 250,
         refreshRetryMs: 1000,
         onRefreshError: (_error, agent) => errors.push(agent),

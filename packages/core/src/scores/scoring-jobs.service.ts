@@ -1,10 +1,13 @@
 import { type JobInfo, type JobRunner, jobs, type RunOutcome } from '@vouch/jobs';
-import { DomainError, ValidationError } from '../shared/errors.ts';
+import type { AuditService } from '../audit/audit.service.ts';
+import type { Actor } from '../shared/actor.ts';
+import { DomainError, ForbiddenError, ValidationError } from '../shared/errors.ts';
 import type { BatchEntry, ScoresService } from './scores.service.ts';
 
 export interface ScoringJobsDeps {
   runner: JobRunner;
   scores: ScoresService;
+  audit: AuditService;
   /** Agents per recomputation job (N workers share the chunks). */
   chunkSize: number;
   /** Delay before a refresh after a recorded transaction, collecting bursts into one job. */
@@ -27,6 +30,7 @@ export interface BatchInput {
 export function createScoringJobs({
   runner,
   scores,
+  audit,
   chunkSize,
   refreshDelayMs = 1000,
   onRefreshError,
@@ -63,6 +67,7 @@ export function createScoringJobs({
   return {
     /** Validates the whole batch here, before anything is queued; a worker applies it atomically. */
     async batch(
+      actor: Actor,
       input: BatchInput,
     ): Promise<RunOutcome<{ updated: number; agents: Array<{ address: string; score: number; grade: string }> }>> {
       const { agents, scores: values, reasons } = input;
@@ -85,24 +90,37 @@ export function createScoringJobs({
           duplicates.map((i) => ({ path: `body.agents[${i}]`, message: `${agents[i]} appears more than once` })),
         );
       }
-      await scores.assertBatchable(agents);
+      await scores.assertBatchable(agents, actor);
       const entries: BatchEntry[] = agents.map((address, i) => ({
         address,
         score: values[i] as number,
         reason: reasons[i] as string,
       }));
-      return runner.run(jobs.batchScores, { entries });
+      return runner.run(jobs.batchScores, { entries, actor: jobActorOf(actor) });
     },
 
     /** Recomputes the given agents (or all), split into chunk jobs under one parent job. */
-    async recompute(input: { agents?: string[]; all?: boolean }) {
+    async recompute(actor: Actor, input: { agents?: string[]; all?: boolean }) {
+      if (input.all && !actor.operator) {
+        throw new ForbiddenError('only the operator (ADMIN_API_KEY) recomputes every agent; name your agents');
+      }
       const addresses = input.all ? await scores.allAddresses() : [...new Set(input.agents ?? [])];
-      if (!input.all) await assertKnown(scores, addresses);
+      // A score an organization set holds until it (or the model over its own agents) changes it.
+      if (!input.all) await assertKnown(scores, addresses, actor);
+      // The model is the same for everyone; who asked for it is still on record.
+      await audit.record(actor, 'score.recompute', null, {
+        all: input.all === true,
+        agents: input.all ? addresses.length : addresses,
+      });
       const children = [];
       for (let i = 0; i < addresses.length; i += chunkSize) {
         children.push({ job: jobs.recomputeChunk, payload: { agents: addresses.slice(i, i + chunkSize) } });
       }
-      return runner.runFlow(jobs.recompute, { agents: addresses.length, chunks: children.length }, children);
+      return runner.runFlow(
+        jobs.recompute,
+        { agents: addresses.length, chunks: children.length, organizationId: actor.organizationId },
+        children,
+      );
     },
 
     /** Schedules a deduplicated model refresh of one agent; never fails the caller (retried while the queue is away). */
@@ -114,9 +132,11 @@ export function createScoringJobs({
       });
     },
 
-    async get(jobId: string): Promise<JobInfo> {
+    /** A job the actor's organization queued (or one of the service's own); another organization's is not found. */
+    async get(actor: Actor, jobId: string): Promise<JobInfo> {
       const info = await runner.get(jobId);
-      if (!info)
+      const foreign = info?.organizationId && info.organizationId !== actor.organizationId && !actor.operator;
+      if (!info || foreign)
         throw new DomainError('JOB_NOT_FOUND', `job ${jobId} is not known (finished jobs are kept for a limited time)`);
       // The transports keep milliseconds; the API speaks unix seconds everywhere.
       return {
@@ -128,9 +148,20 @@ export function createScoringJobs({
   };
 }
 
-async function assertKnown(scores: ScoresService, addresses: string[]) {
+/** The actor as a job payload carries it. */
+export function jobActorOf(actor: Actor) {
+  return {
+    organizationId: actor.organizationId,
+    kind: actor.kind,
+    keyId: actor.keyId,
+    operator: actor.operator,
+    ...(actor.requestId !== undefined && { requestId: actor.requestId }),
+  };
+}
+
+async function assertKnown(scores: ScoresService, addresses: string[], actor: Actor) {
   try {
-    await scores.assertBatchable(addresses);
+    await scores.assertBatchable(addresses, actor);
   } catch (error) {
     // Recomputation also covers observed agents; only unknown ones are refused.
     if (error instanceof DomainError && error.code === 'AGENT_NOT_REGISTERED') return;

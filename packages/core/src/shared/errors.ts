@@ -11,6 +11,7 @@ export const errorStatus: Record<ErrorCode, number> = {
   JOB_NOT_FOUND: 404,
   NOT_FOUND: 404,
   AGENT_ALREADY_REGISTERED: 409,
+  ORGANIZATION_EXISTS: 409,
   TRANSACTION_CONFLICT: 409,
   IDEMPOTENCY_IN_PROGRESS: 409,
   REQUEST_TIMEOUT: 408,
@@ -105,5 +106,18 @@ export class IdempotencyKeyReusedError extends DomainError {
 export class ServiceUnavailableError extends DomainError {
   constructor(message = 'a dependency is unavailable; retry shortly') {
     super('SERVICE_UNAVAILABLE', message);
+  }
+}
+
+/** The caller's key may not do this (another organization's agent, an operator-only action). */
+export class ForbiddenError extends DomainError {
+  constructor(message: string, details?: unknown) {
+    super('FORBIDDEN', message, details);
+  }
+}
+
+export class NotFoundError extends DomainError {
+  constructor(message: string) {
+    super('NOT_FOUND', message);
   }
 }

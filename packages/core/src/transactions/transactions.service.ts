@@ -1,6 +1,9 @@
 import type { DB, Kysely, TransactionRow } from '@vouch/db';
 import { type RecordInput, type TransactionRecord, type TransactionStats, transactionTypes } from '@vouch/schemas';
 import { ensureObserved, findAgent, touchAgent } from '../agents/agents.repository.ts';
+import { assertOwns } from '../agents/agents.service.ts';
+import type { AuditService } from '../audit/audit.service.ts';
+import type { Actor } from '../shared/actor.ts';
 import { type Clock, toUnixSeconds } from '../shared/clock.ts';
 import { AgentNotFoundError, TransactionConflictError, ValidationError } from '../shared/errors.ts';
 import * as repo from './transactions.repository.ts';
@@ -8,6 +11,7 @@ import * as repo from './transactions.repository.ts';
 export interface TransactionsDeps {
   db: Kysely<DB>;
   clock: Clock;
+  audit: AuditService;
   /** Called after a new transaction is committed (schedules the agent's score refresh). */
   onRecorded?: (agent: string) => void;
   /** How far in the future a transaction's timestamp may be (clock skew); later ones are refused. */
@@ -40,14 +44,16 @@ function conflictingFields(row: TransactionRow, input: RecordInput): string[] {
   return fields;
 }
 
-export function createTransactionsService({ db, clock, onRecorded, maxFutureSkewMs }: TransactionsDeps) {
+export function createTransactionsService({ db, clock, audit, onRecorded, maxFutureSkewMs }: TransactionsDeps) {
   return {
     /**
      * Records a transaction, making its agent known (observed) if needed. The same
      * `(agent, txHash)` with the same content answers the stored record
-     * (`created: false`); with different content it is a conflict.
+     * (`created: false`); with different content it is a conflict. A registered agent's
+     * history is written by the organization that registered it.
      */
     async record(
+      actor: Actor,
       input: RecordInput,
       scope: { executor?: Kysely<DB>; afterCommit?: (effect: () => void) => void } = {},
     ): Promise<{ created: boolean; record: TransactionRecord }> {
@@ -63,6 +69,8 @@ export function createTransactionsService({ db, clock, onRecorded, maxFutureSkew
       }
       const run = async (trx: Kysely<DB>) => {
         await ensureObserved(trx, input.agent, now);
+        const agent = await findAgent(trx, input.agent);
+        if (agent) assertOwns(actor, agent);
         const inserted = await repo.insertTransaction(trx, {
           agent: input.agent,
           txHash: input.txHash,
@@ -75,6 +83,14 @@ export function createTransactionsService({ db, clock, onRecorded, maxFutureSkew
         });
         if (inserted) {
           await touchAgent(trx, input.agent, now);
+          await audit.append(
+            trx,
+            actor,
+            'transaction.recorded',
+            input.agent,
+            { txHash: inserted.tx_hash, amount: inserted.amount, type: inserted.type, success: inserted.success },
+            now,
+          );
           return { created: true, row: inserted };
         }
         const existing = await repo.findTransaction(trx, input.agent, input.txHash);

@@ -1,0 +1,51 @@
+import { spawnSync } from 'node:child_process';
+import { systemActor } from '@vouch/core';
+import { sql } from '@vouch/db';
+import { createTestDatabase, createTestRuntime, randomAddress } from '@vouch/testkit';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+
+// `npm run audit:verify` and `npm run audit:export` as an operator runs them, against a database of their own.
+describe.runIf(inject('testDbMode') === 'postgres')('npm run audit:verify and audit:export', () => {
+  let database: Awaited<ReturnType<typeof createTestDatabase>>;
+  beforeAll(async () => {
+    database = await createTestDatabase();
+    const runtime = await createTestRuntime(database, { loadSanctions: false });
+    const actor = systemActor();
+    await runtime.services.organizations.create(actor, { id: 'cli', name: 'CLI' });
+    for (let i = 0; i < 3; i++)
+      await runtime.services.audit.record(systemActor('cli'), 'test.entry', randomAddress(), { i });
+    await runtime.close();
+  });
+  afterAll(() => database?.close());
+
+  const run = (script: string, args: string[] = []) =>
+    spawnSync('npm', ['run', '--silent', script, '--', ...args], {
+      cwd: new URL('../../../', import.meta.url).pathname,
+      env: { ...process.env, DATABASE_URL: database.url },
+      encoding: 'utf8',
+    });
+
+  it('exports a chain and verifies it, and exits 1 naming the entry once a row is edited', async () => {
+    const exported = run('audit:export', ['--organization', 'cli']);
+    expect(exported.status, exported.stderr).toBe(0);
+    const lines = exported.stdout
+      .trimEnd()
+      .split('\n')
+      .map((l) => JSON.parse(l));
+    expect(lines.map((l) => l.seq)).toEqual(['1', '2', '3', '4']);
+
+    const intact = run('audit:verify');
+    expect(intact.status, intact.stderr).toBe(0);
+    expect(intact.stdout.trim()).toMatch(/^intact: \d+ entries in 2 organization\(s\)$/);
+
+    await sql`ALTER TABLE audit_log DISABLE TRIGGER USER`.execute(database.db);
+    await sql`UPDATE audit_log SET entry = replace(entry, '"i": 1', '"i": 2') WHERE organization_id = 'cli' AND seq = 3`.execute(
+      database.db,
+    );
+    await sql`ALTER TABLE audit_log ENABLE TRIGGER USER`.execute(database.db);
+    const broken = run('audit:verify');
+    expect(broken.status).toBe(1);
+    expect(broken.stderr.trim()).toBe('audit:verify: organization cli, entry 3: its hash does not match its content');
+    expect(broken.stdout.trim()).toMatch(/^BROKEN: \d+ entries in 2 organization\(s\), 1 chain\(s\) broken$/);
+  }, 60_000);
+});

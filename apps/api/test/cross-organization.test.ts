@@ -1,0 +1,300 @@
+import { sql } from '@vouch/db';
+import {
+  createKey,
+  createOrganizationKey,
+  createTestApp,
+  randomAddress,
+  randomTxHash,
+  type TestContext,
+} from '@vouch/testkit';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+
+/**
+ * Every /api operation of the OpenAPI document, called with another organization's key against
+ * the first organization's agent, budget, job and key: an organization never reads or changes
+ * another's budgets, ledger, idempotency keys, keys, jobs or audit log, and never changes an agent
+ * another organization registered. The table below has an entry per operation; a new route
+ * without one fails this test.
+ */
+
+const ADMIN = 'cross-org-admin-secret-0123456789';
+
+interface Fixtures {
+  /** Registered by `alpha`, with alpha's budget (one spend made). */
+  agent: string;
+  jobId: string;
+  keyId: string;
+}
+
+interface Call {
+  method: string;
+  url: string;
+  payload?: object;
+}
+
+/** What the other organization gets. */
+type Expect =
+  /** The operation is about everyone's data (the registry, scores, screenings): it works the same for both. */
+  | { kind: 'global'; status: number }
+  /** The operation acts on the caller's own organization only: `status` and, optionally, what it must (not) show. */
+  | { kind: 'own'; status: number; code?: string; check?: (body: Record<string, unknown>, fx: Fixtures) => void }
+  /** Refused: another organization's agent or an operator-only action. */
+  | { kind: 'refused'; status: number; code: string };
+
+const table: Record<string, { call: (fx: Fixtures) => Call; expect: Expect }> = {
+  // The registry and the model: global.
+  listAgents: { call: () => ({ method: 'GET', url: '/api/agents' }), expect: { kind: 'global', status: 200 } },
+  getAgent: {
+    call: (fx) => ({ method: 'GET', url: `/api/agents/${fx.agent}` }),
+    expect: { kind: 'global', status: 200 },
+  },
+  getAgentScore: {
+    call: (fx) => ({ method: 'GET', url: `/api/agents/${fx.agent}/score` }),
+    expect: { kind: 'global', status: 200 },
+  },
+  getScoreHistory: {
+    call: (fx) => ({ method: 'GET', url: `/api/agents/${fx.agent}/score-history` }),
+    expect: { kind: 'global', status: 200 },
+  },
+  listVerifications: {
+    call: (fx) => ({ method: 'GET', url: `/api/agents/${fx.agent}/verifications` }),
+    expect: { kind: 'global', status: 200 },
+  },
+  registerAgent: {
+    call: (fx) => ({ method: 'POST', url: '/api/agents/register', payload: { address: fx.agent } }),
+    expect: { kind: 'refused', status: 409, code: 'AGENT_ALREADY_REGISTERED' },
+  },
+  setAgentScore: {
+    call: (fx) => ({ method: 'POST', url: `/api/agents/${fx.agent}/score`, payload: { score: 1000, reason: '0x01' } }),
+    expect: { kind: 'refused', status: 403, code: 'FORBIDDEN' },
+  },
+  setAgentOwner: {
+    call: (fx) => ({ method: 'POST', url: `/api/agents/${fx.agent}/owner`, payload: { owner: randomAddress() } }),
+    expect: { kind: 'refused', status: 403, code: 'FORBIDDEN' },
+  },
+  batchScores: {
+    call: (fx) => ({
+      method: 'POST',
+      url: '/api/agents/batch-scores',
+      payload: { agents: [fx.agent], scores: [1000], reasons: ['0x01'] },
+    }),
+    expect: { kind: 'refused', status: 403, code: 'FORBIDDEN' },
+  },
+  recordTransaction: {
+    call: (fx) => ({
+      method: 'POST',
+      url: '/api/transactions/record',
+      payload: { agent: fx.agent, txHash: randomTxHash(), amount: '1', type: 0 },
+    }),
+    expect: { kind: 'refused', status: 403, code: 'FORBIDDEN' },
+  },
+  getTransactionStats: {
+    call: (fx) => ({ method: 'GET', url: `/api/transactions/${fx.agent}/stats` }),
+    expect: { kind: 'global', status: 200 },
+  },
+  listScores: { call: () => ({ method: 'GET', url: '/api/scores/agents' }), expect: { kind: 'global', status: 200 } },
+  getScoreBreakdown: {
+    call: (fx) => ({ method: 'GET', url: `/api/scores/${fx.agent}` }),
+    expect: { kind: 'global', status: 200 },
+  },
+  computeScore: {
+    call: () => ({
+      method: 'POST',
+      url: '/api/scores/compute',
+      payload: { successRate: 1, totalVolume: '1', transactionCount: 1, budgetCompliance: 1, accountAge: 1 },
+    }),
+    expect: { kind: 'global', status: 200 },
+  },
+  // Recomputing would replace the score its organization set.
+  recomputeScores: {
+    call: (fx) => ({ method: 'POST', url: '/api/scores/recompute', payload: { agents: [fx.agent] } }),
+    expect: { kind: 'refused', status: 403, code: 'FORBIDDEN' },
+  },
+  anomalyCheck: {
+    call: (fx) => ({
+      method: 'POST',
+      url: '/api/scores/anomaly-check',
+      payload: { agent: fx.agent, amount: '5', type: 0 },
+    }),
+    expect: { kind: 'global', status: 200 },
+  },
+  enrich: {
+    call: (fx) => ({ method: 'POST', url: '/api/scores/enrich', payload: { agent: fx.agent } }),
+    expect: { kind: 'global', status: 200 },
+  },
+  verifyAgent: {
+    call: (fx) => ({ method: 'POST', url: '/api/verify', payload: { address: fx.agent } }),
+    expect: { kind: 'global', status: 200 },
+  },
+  screenSanctions: {
+    call: (fx) => ({ method: 'POST', url: '/api/verify/sanctions', payload: { address: fx.agent } }),
+    expect: { kind: 'global', status: 200 },
+  },
+
+  // Budgets and the ledger: the caller's organization's own.
+  getBudget: {
+    call: (fx) => ({ method: 'GET', url: `/api/budgets/${fx.agent}` }),
+    expect: { kind: 'own', status: 404, code: 'BUDGET_NOT_FOUND' },
+  },
+  checkBudget: {
+    call: (fx) => ({ method: 'POST', url: `/api/budgets/${fx.agent}/check`, payload: { amount: '1' } }),
+    expect: { kind: 'own', status: 200, check: (b) => expect(b.reason).toBe('NO_BUDGET') },
+  },
+  spend: {
+    call: (fx) => ({ method: 'POST', url: `/api/budgets/${fx.agent}/spend`, payload: { amount: '1' } }),
+    expect: { kind: 'own', status: 422, code: 'BUDGET_NOT_SET' },
+  },
+  // Sets the other organization's own budget; alpha's stays as it was (checked below).
+  setBudget: {
+    call: (fx) => ({
+      method: 'POST',
+      url: `/api/budgets/${fx.agent}/set`,
+      payload: { dailyLimit: '3', monthlyLimit: '3' },
+    }),
+    expect: { kind: 'own', status: 200, check: (b) => expect([b.dailyLimit, b.dailySpent]).toEqual(['3', '0']) },
+  },
+
+  // Jobs, keys, organizations and the audit log.
+  getJob: {
+    call: (fx) => ({ method: 'GET', url: `/api/jobs/${fx.jobId}` }),
+    expect: { kind: 'own', status: 404, code: 'JOB_NOT_FOUND' },
+  },
+  listApiKeys: {
+    call: () => ({ method: 'GET', url: '/api/keys' }),
+    expect: {
+      kind: 'own',
+      status: 200,
+      check: (b, fx) => {
+        const keys = b.keys as Array<{ id: string; organizationId: string }>;
+        expect(keys.some((k) => k.id === fx.keyId)).toBe(false);
+        expect(new Set(keys.map((k) => k.organizationId))).toEqual(new Set(['beta']));
+      },
+    },
+  },
+  createApiKey: {
+    call: () => ({
+      method: 'POST',
+      url: '/api/keys',
+      payload: { name: 'x', scopes: ['read'], organizationId: 'alpha' },
+    }),
+    expect: { kind: 'refused', status: 403, code: 'FORBIDDEN' },
+  },
+  revokeApiKey: {
+    call: (fx) => ({ method: 'DELETE', url: `/api/keys/${fx.keyId}` }),
+    expect: { kind: 'own', status: 404, code: 'NOT_FOUND' },
+  },
+  createOrganization: {
+    call: () => ({ method: 'POST', url: '/api/organizations', payload: { name: 'mine' } }),
+    expect: { kind: 'refused', status: 403, code: 'FORBIDDEN' },
+  },
+  listOrganizations: {
+    call: () => ({ method: 'GET', url: '/api/organizations' }),
+    expect: {
+      kind: 'own',
+      status: 200,
+      check: (b) => expect((b.organizations as Array<{ id: string }>).map((o) => o.id)).toEqual(['beta']),
+    },
+  },
+  getOrganization: {
+    call: () => ({ method: 'GET', url: '/api/organizations/alpha' }),
+    expect: { kind: 'own', status: 404, code: 'NOT_FOUND' },
+  },
+  updateOrganization: {
+    call: () => ({ method: 'PATCH', url: '/api/organizations/alpha', payload: { name: 'taken over' } }),
+    expect: { kind: 'refused', status: 403, code: 'FORBIDDEN' },
+  },
+  listAudit: {
+    call: () => ({ method: 'GET', url: '/api/audit?organizationId=alpha' }),
+    expect: { kind: 'refused', status: 403, code: 'FORBIDDEN' },
+  },
+  exportAudit: {
+    call: () => ({ method: 'GET', url: '/api/audit/export?organizationId=alpha' }),
+    expect: { kind: 'refused', status: 403, code: 'FORBIDDEN' },
+  },
+};
+
+let t: TestContext;
+let alpha: string;
+let beta: string;
+let fx: Fixtures;
+// biome-ignore lint/suspicious/noExplicitAny: an OpenAPI document walked generically
+let doc: any;
+
+const bearer = (key: string) => ({ authorization: `Bearer ${key}` });
+
+beforeAll(async () => {
+  t = await createTestApp({ edge: { auth: { mode: 'on', adminKey: ADMIN } } });
+  alpha = await createOrganizationKey(t.app, ADMIN, 'alpha');
+  beta = await createOrganizationKey(t.app, ADMIN, 'beta');
+  const agent = randomAddress();
+  const as = (method: string, url: string, payload?: object) =>
+    t.app.inject({ method: method as 'GET', url, headers: bearer(alpha), ...(payload && { payload }) });
+  expect((await as('POST', '/api/agents/register', { address: agent })).statusCode).toBe(201);
+  expect((await as('POST', `/api/budgets/${agent}/set`, { dailyLimit: '100', monthlyLimit: '1000' })).statusCode).toBe(
+    200,
+  );
+  const spent = await t.app.inject({
+    method: 'POST',
+    url: `/api/budgets/${agent}/spend`,
+    payload: { amount: '10' },
+    headers: { ...bearer(alpha), 'idempotency-key': 'alpha-order' },
+  });
+  expect(spent.statusCode).toBe(200);
+  const batch = await as('POST', '/api/agents/batch-scores', { agents: [agent], scores: [650], reasons: ['0x01'] });
+  expect(batch.statusCode, batch.body).toBe(200);
+  const secret = await createKey(t.app, alpha, { name: 'alpha-reader', scopes: ['read'] });
+  fx = { agent, jobId: batch.headers['x-job-id'] as string, keyId: secret.split('_')[1] as string };
+  doc = (await t.app.inject({ method: 'GET', url: '/openapi.json' })).json();
+});
+afterAll(() => t.close());
+
+/** Every row an organization owns, as text, to compare before and after the other organization's calls. */
+async function organizationState(organizationId: string) {
+  const tables = ['budgets', 'spends', 'idempotency_keys', 'api_keys', 'audit_log', 'audit_heads', 'organizations'];
+  const state: Record<string, unknown> = {};
+  for (const table of tables) {
+    const column = table === 'organizations' ? 'id' : 'organization_id';
+    const rows = await sql<{ row: string }>`SELECT to_jsonb(x)::text AS row FROM ${sql.table(table)} x
+      WHERE ${sql.ref(column)} = ${organizationId} ORDER BY 1`.execute(t.database.db);
+    // A key's last use is bookkeeping, not state.
+    state[table] = rows.rows.map((r) => r.row.replace(/"last_used_at": "[^"]*"/, ''));
+  }
+  return state;
+}
+
+describe('another organization', () => {
+  it('has an entry in the table for every /api operation, and the table none for a route that is gone', () => {
+    const operations: string[] = [];
+    for (const [path, item] of Object.entries<Record<string, { operationId?: string }>>(doc.paths)) {
+      if (!path.startsWith('/api/')) continue;
+      for (const op of Object.values(item)) if (op.operationId) operations.push(op.operationId);
+    }
+    expect(operations.length).toBeGreaterThan(30);
+    expect(operations.filter((id) => !(id in table))).toEqual([]);
+    expect(Object.keys(table).filter((id) => !operations.includes(id))).toEqual([]);
+  });
+
+  it('never reads or changes what belongs to the first organization, on any route', async () => {
+    const before = await organizationState('alpha');
+    for (const [operationId, entry] of Object.entries(table)) {
+      const call = entry.call(fx);
+      const res = await t.app.inject({
+        method: call.method as 'GET',
+        url: call.url,
+        headers: bearer(beta),
+        ...(call.payload && { payload: call.payload }),
+      });
+      const expected = entry.expect;
+      expect(res.statusCode, `${operationId}: ${res.body}`).toBe(expected.status);
+      if (expected.kind !== 'global' && 'code' in expected && expected.code) {
+        expect(res.json().error.code, operationId).toBe(expected.code);
+      }
+      if (expected.kind === 'own' && expected.check) expected.check(res.json().data, fx);
+    }
+    // The first organization's budgets, ledger, idempotency keys, keys, audit log and settings are as they were.
+    expect(await organizationState('alpha')).toEqual(before);
+    // And its budget still reads as it did.
+    const budget = await t.app.inject({ method: 'GET', url: `/api/budgets/${fx.agent}`, headers: bearer(alpha) });
+    expect([budget.json().data.dailyLimit, budget.json().data.dailySpent]).toEqual(['100', '10']);
+  });
+});
