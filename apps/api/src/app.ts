@@ -6,6 +6,7 @@ import Fastify, { type FastifyBaseLogger, LogController } from 'fastify';
 import { validatorCompiler, type ZodTypeProvider } from 'fastify-type-provider-zod';
 import { type EdgeDeps, edgePlugin } from './edge.ts';
 import { edgeDeps } from './edge-config.ts';
+import { replaySerializationPlugin } from './idempotency.ts';
 import { coalesceWritesPlugin } from './plugins/coalesce-writes.ts';
 import { clientErrorHandler, errorsPlugin, frameworkErrors } from './plugins/errors.ts';
 import { queueDashboard } from './plugins/queue-dashboard.ts';
@@ -72,6 +73,7 @@ export async function buildApp(deps: AppDeps) {
 
   if (deps.coalesceWrites ?? true) await app.register(coalesceWritesPlugin);
   await app.register(errorsPlugin);
+  await app.register(replaySerializationPlugin);
   await app.register(edgePlugin, deps);
   for (const { prefix, plugin } of apiRoutes) {
     await app.register(async (scope) => {

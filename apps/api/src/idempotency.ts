@@ -1,7 +1,8 @@
 import type { Services } from '@vouch/core';
 import { rebuildError } from '@vouch/core';
 import type { DB, Kysely } from '@vouch/db';
-import type { FastifyReply, FastifyRequest } from 'fastify';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import fp from 'fastify-plugin';
 import { z } from 'zod';
 import { ok } from './http.ts';
 import { actorOf } from './plugins/auth.ts';
@@ -59,3 +60,23 @@ export async function idempotent<T>(
   reply.code(result.outcome.statusCode);
   return ok(result.outcome.data as T);
 }
+
+/**
+ * A replayed answer is what was stored when the request first ran. One stored by an older
+ * version may lack a field the route's schema now requires (the stored answers live 24 h across
+ * an upgrade); the compiled serializer would refuse it with a 500. Such an answer is sent as it
+ * was stored instead: a retry gets exactly the first answer.
+ */
+export const replaySerializationPlugin = fp(
+  async (app: FastifyInstance) => {
+    app.addHook('preSerialization', (request, reply, payload, done) => {
+      if (reply.getHeader('idempotency-replayed') !== 'true') return done(null, payload);
+      const schema = (request.routeOptions.schema?.response as Record<number, z.ZodType> | undefined)?.[
+        reply.statusCode
+      ];
+      if (schema && !schema.safeParse(payload).success) reply.serializer((data) => JSON.stringify(data));
+      done(null, payload);
+    });
+  },
+  { name: 'vouch-replay-serialization' },
+);

@@ -118,6 +118,30 @@ describe('POST /api/transactions/record', () => {
     expect(other.json().error.code).toBe('IDEMPOTENCY_KEY_REUSED');
     expect(await txCount(agent)).toBe(1);
   });
+
+  it('replays an answer stored before its fields changed exactly as it was stored, not as a 500', async () => {
+    const agent = await createAgent(t.app);
+    const body = { agent, txHash: randomTxHash(), amount: '9', type: 1 };
+    const headers = { 'idempotency-key': 'rec-old' };
+    expect((await post(t.app, '/api/transactions/record', body, headers)).statusCode).toBe(201);
+    // The stored answer as an older version wrote it: without the fields added since.
+    const stored = await t.database.db
+      .selectFrom('idempotency_keys')
+      .select('response')
+      .where('key', '=', 'rec-old')
+      .executeTakeFirstOrThrow();
+    const outcome = stored.response as { data: { record: Record<string, unknown> } };
+    const { chainStatus: _s, chainDetail: _d, chainCheckedAt: _c, backdated: _b, ...older } = outcome.data.record;
+    await t.database.db
+      .updateTable('idempotency_keys')
+      .set({ response: JSON.stringify({ ...outcome, data: { ...outcome.data, record: older } }) })
+      .where('key', '=', 'rec-old')
+      .execute();
+    const replay = await post(t.app, '/api/transactions/record', body, headers);
+    expect(replay.statusCode, replay.body).toBe(201);
+    expect(replay.headers['idempotency-replayed']).toBe('true');
+    expect(replay.json()).toEqual({ success: true, data: older });
+  });
 });
 
 describe('self-reported times', () => {

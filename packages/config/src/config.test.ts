@@ -6,6 +6,7 @@ import {
   loadConfig,
   queueConcurrency,
   queueNames,
+  scoreTransactions,
   secretBits,
   workerQueues,
 } from './index.ts';
@@ -95,6 +96,24 @@ describe('loadConfig', () => {
     expect(config.RATE_LIMIT).toBe(true);
     expect(config.CORS_ORIGINS).toBeUndefined();
     expect(queueConcurrency(config).scores).toBe(4);
+  });
+});
+
+describe('which transactions the score counts', () => {
+  it('defaults to verified ones when a chain is configured and to all without one; an explicit value wins', () => {
+    expect(scoreTransactions(loadConfig({}))).toBe('all');
+    expect(scoreTransactions(loadConfig({ CHAIN_RPC_URL: 'http://127.0.0.1:8545' }))).toBe('verified');
+    expect(scoreTransactions(loadConfig({ CHAIN_RPC_URL: 'http://127.0.0.1:8545', SCORE_TRANSACTIONS: 'all' }))).toBe(
+      'all',
+    );
+    expect(scoreTransactions(loadConfig({ SCORE_TRANSACTIONS: '' }))).toBe('all');
+  });
+
+  it('refuses verified without a chain, and any other value', () => {
+    expect(problem({ SCORE_TRANSACTIONS: 'verified' })).toMatch(
+      /^invalid configuration: SCORE_TRANSACTIONS: "verified" needs CHAIN_RPC_URL/,
+    );
+    expect(problem({ SCORE_TRANSACTIONS: 'some' })).toMatch(/SCORE_TRANSACTIONS: .*\(got "some"\)$/);
   });
 });
 

@@ -105,6 +105,13 @@ const checksEnv = {
 const ledgerEnv = {
   /** A recorded transaction may be dated at most this far in the future (clock skew); later is refused. */
   TX_FUTURE_SKEW_MS: positiveInt(300_000),
+  /**
+   * Which recorded transactions the score model counts: `verified` (only those the chain
+   * confirmed) or `all` (as reported). Unset → `verified` with CHAIN_RPC_URL, else `all`.
+   */
+  SCORE_TRANSACTIONS: optionalString.pipe(z.enum(['verified', 'all']).optional()),
+  /** How often transactions whose chain check is pending, not found or unreachable are looked at again. */
+  TX_RECHECK_INTERVAL_MS: positiveInt(60_000),
 };
 
 /** Queues and workers; docs/jobs.md. */
@@ -174,14 +181,25 @@ const apiEnv = {
   CORS_ORIGINS: optionalString,
 };
 
-export const configSchema = z.object({
-  ...processEnv,
-  ...databaseEnv,
-  ...checksEnv,
-  ...ledgerEnv,
-  ...jobsEnv,
-  ...apiEnv,
-});
+export const configSchema = z
+  .object({
+    ...processEnv,
+    ...databaseEnv,
+    ...checksEnv,
+    ...ledgerEnv,
+    ...jobsEnv,
+    ...apiEnv,
+  })
+  .superRefine((config, ctx) => {
+    // Nothing is verified without a chain: every score would lose its transactions.
+    if (config.SCORE_TRANSACTIONS === 'verified' && !config.CHAIN_RPC_URL) {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['SCORE_TRANSACTIONS'],
+        message: '"verified" needs CHAIN_RPC_URL (without a chain no transaction is verified)',
+      });
+    }
+  });
 
 export type Config = Readonly<z.output<typeof configSchema>>;
 /** The keys an operator sets, for tests and tools that build a configuration from parts. */
@@ -292,6 +310,11 @@ export function checksOptions(config: Config) {
       failureFlagRate: config.ANOMALY_FAILURE_FLAG_RATE,
     },
   };
+}
+
+/** Which recorded transactions the score model counts (SCORE_TRANSACTIONS, defaulting on the chain). */
+export function scoreTransactions(config: Pick<Config, 'SCORE_TRANSACTIONS' | 'CHAIN_RPC_URL'>): 'verified' | 'all' {
+  return config.SCORE_TRANSACTIONS ?? (config.CHAIN_RPC_URL ? 'verified' : 'all');
 }
 
 /** The database settings in the shape `createDatabase` takes. */

@@ -9,6 +9,7 @@ import {
 } from './scores/scores.jobs.ts';
 import type { Services } from './services.ts';
 import { DomainError } from './shared/errors.ts';
+import { chainCheckProcessor, recheckTransactionsProcessor } from './transactions/transactions.jobs.ts';
 
 /** Carries a domain refusal across the queue as a permanent, decodable failure. */
 function domainErrors<A extends unknown[], R>(fn: (...args: A) => Promise<R>): (...args: A) => Promise<R> {
@@ -37,7 +38,9 @@ export function createProcessors(services: Services, worker: string): Processors
     'checks.verify': verifyProcessor(services),
     'checks.sanctions': sanctionsProcessor(services),
     'checks.anomaly': anomalyProcessor(services),
+    'checks.transaction': chainCheckProcessor(services),
     'maintenance.purge-idempotency': purgeIdempotencyProcessor(services),
+    'maintenance.recheck-transactions': recheckTransactionsProcessor(services),
   };
   return Object.fromEntries(
     Object.entries(processors).map(([name, fn]) => [name, domainErrors(fn as (...a: unknown[]) => Promise<unknown>)]),

@@ -15,6 +15,8 @@ import { createSanctionsService } from './sanctions/sanctions.service.ts';
 import { createScoresService } from './scores/scores.service.ts';
 import { createScoringJobs } from './scores/scoring-jobs.service.ts';
 import { type Clock, systemClock } from './shared/clock.ts';
+import { createChainChecks } from './transactions/chain-checks.service.ts';
+import type { ScoreBasis } from './transactions/transactions.model.ts';
 import { createTransactionsService } from './transactions/transactions.service.ts';
 import { createChainReader } from './verification/chain.ts';
 import type { VerificationThresholds } from './verification/verification.model.ts';
@@ -33,6 +35,10 @@ export interface CoreDeps {
   /** EVM JSON-RPC endpoint for the chain checks; without it they are reported as not run. */
   chainRpcUrl?: string | undefined;
   chainTimeoutMs: number;
+  /** Which recorded transactions the score model counts (SCORE_TRANSACTIONS, resolved); default all. */
+  scoreTransactions?: ScoreBasis;
+  /** How often the periodic re-check of transactions runs; it leaves a fresh `pending` row this long to its job. */
+  txRecheckIntervalMs?: number;
   verification: VerificationThresholds;
   anomaly: AnomalySettings;
   /** Read cache for scores and budget rows (API processes). */
@@ -44,13 +50,12 @@ export function createServices(deps: CoreDeps) {
   const clock = deps.clock ?? systemClock;
   const base = { db: deps.db, clock };
   const audit = createAuditService(base);
-  const scores = createScoresService({ ...base, audit });
+  // One viem client for every chain read: the verification's and the transaction checks'.
+  const chain = createChainReader(deps.chainRpcUrl, deps.chainTimeoutMs);
+  const basis = deps.scoreTransactions ?? 'all';
+  const scores = createScoresService({ ...base, audit, basis, chainConfigured: chain !== null });
   const sanctions = createSanctionsService({ ...base, rescore: (addresses) => scores.recompute(addresses, null) });
-  const verification = createVerificationService({
-    ...base,
-    chain: createChainReader(deps.chainRpcUrl, deps.chainTimeoutMs),
-    thresholds: deps.verification,
-  });
+  const verification = createVerificationService({ ...base, chain, thresholds: deps.verification });
   const anomaly = createAnomalyService({
     ...base,
     sanctions,
@@ -65,6 +70,16 @@ export function createServices(deps: CoreDeps) {
     refreshDelayMs: deps.refreshDelayMs,
     onRefreshError: (error, agent) => deps.onBackgroundError?.(error, { job: 'scores.refresh-agent', agent }),
   });
+  const chainChecks = createChainChecks({
+    ...base,
+    runner: deps.jobs,
+    chain,
+    basis,
+    // A transaction verified (or no longer counted) changes the agent's score.
+    onCountChanged: (agent) => scoring.refresh(agent),
+    onEnqueueError: deps.onBackgroundError,
+    recheckIntervalMs: deps.txRecheckIntervalMs ?? 60_000,
+  });
   return {
     audit,
     organizations: createOrganizationsService({ ...base, audit }),
@@ -77,12 +92,18 @@ export function createServices(deps: CoreDeps) {
     anomaly,
     enrich: createEnrichService({ ...base, sanctions, verification, anomaly }),
     checks: createChecksJobs({ runner: deps.jobs }),
-    // Recording a transaction schedules a deduplicated score refresh of its agent.
+    chainChecks,
+    // Recording a transaction schedules a deduplicated score refresh of its agent and, with a
+    // chain configured, the transaction's check against it.
     transactions: createTransactionsService({
       ...base,
       audit,
-      onRecorded: (agent) => scoring.refresh(agent),
+      onRecorded: ({ agent, txHash, chainStatus }) => {
+        scoring.refresh(agent);
+        if (chainStatus === 'pending') chainChecks.enqueue(agent, txHash);
+      },
       maxFutureSkewMs: deps.txFutureSkewMs,
+      verifiesOnChain: chainChecks.enabled,
     }),
     idempotency: createIdempotencyService(base),
     keys: createKeysService({ ...base, audit }),

@@ -75,7 +75,14 @@ export interface TransactionsTable {
   recorded_at: Timestamp;
   /** Dated before its agent was first seen (self-reported history from before Vouch knew it). */
   backdated: Generated<boolean>;
+  /** What the chain said about it (docs/api.md "Transactions"); `unverified` when no chain is configured. */
+  chain_status: Generated<ChainStatus>;
+  /** Why: the disagreeing fields of a mismatch, the node's error, the block of a verified one. */
+  chain_detail: string | null;
+  chain_checked_at: Timestamp | null;
 }
+
+export type ChainStatus = 'unverified' | 'pending' | 'verified' | 'mismatch' | 'not_found' | 'unreachable';
 
 export interface IdempotencyKeysTable {
   organization_id: string;

@@ -48,7 +48,7 @@ async function contents() {
 describe('migration 20261126000000-organizations', () => {
   it('moves every row of an existing install into the default organization, losing none', async () => {
     const migrator = new Migrator({ db: database.db, provider: { getMigrations: async () => migrations } });
-    const down = await migrator.migrateTo('20261125010000-transaction-backdated');
+    const down = await migrator.migrateTo('20261125020000-transaction-chain-status');
     expect(down.error).toBeUndefined();
 
     // A single-tenant install as it was: agents, scores, budgets, spends, keys, idempotency keys.
@@ -107,7 +107,7 @@ describe('migration 20261126000000-organizations', () => {
     expect(head.rows).toEqual([{ seq: '0', hash: '0'.repeat(64) }]);
 
     // And back down and up again.
-    expect((await migrator.migrateTo('20261125010000-transaction-backdated')).error).toBeUndefined();
+    expect((await migrator.migrateTo('20261125020000-transaction-chain-status')).error).toBeUndefined();
     expect(await contents()).toEqual(before);
     expect((await migrator.migrateToLatest()).error).toBeUndefined();
   });

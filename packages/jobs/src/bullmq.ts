@@ -99,6 +99,13 @@ export function createBullmqRunner(options: BullmqOptions): JobRunner & { queues
     retryStrategy,
   });
   producer.on('error', (error) => options.onError?.(error));
+  // Schedules asked for by `every`, upserted again on every (re)connection: one asked for while
+  // Redis was unreachable (or still connecting at start) is registered once it answers, and one
+  // lost with Redis's data comes back. Upserting an existing schedule changes nothing.
+  const schedules = new Map<string, () => Promise<unknown>>();
+  producer.on('ready', () => {
+    for (const upsert of schedules.values()) upsert().catch((error) => options.onError?.(error));
+  });
   const queues = new Map<QueueName, Queue>();
   const events = new Map<QueueName, QueueEvents>();
   for (const name of queueNames) {
@@ -269,17 +276,16 @@ export function createBullmqRunner(options: BullmqOptions): JobRunner & { queues
 
     async every<J extends AnyJob>(job: J, payload: PayloadOf<J>, everyMs: number) {
       const { attempts, backoff, removeOnComplete, removeOnFail } = jobOptions(job);
-      await guarded(() =>
+      const data = job.payload.parse(payload);
+      const upsert = () =>
         queueFor(job).upsertJobScheduler(
           job.name,
           { every: everyMs },
-          {
-            name: job.name,
-            data: job.payload.parse(payload),
-            opts: { attempts, backoff, removeOnComplete, removeOnFail },
-          },
-        ),
-      );
+          { name: job.name, data, opts: { attempts, backoff, removeOnComplete, removeOnFail } },
+        );
+      schedules.set(job.name, upsert);
+      // At start the connection is usually still being made: the schedule is then upserted when it is ready.
+      if (producer.status === 'ready') await guarded(upsert);
     },
 
     async get(jobId: string): Promise<JobInfo | null> {

@@ -12,6 +12,15 @@ describe('queues', () => {
     expect(jobs.refreshAgent.queue).toBe('refresh');
     expect(jobsOfQueue('refresh').every((j) => !j.awaited)).toBe(true);
   });
+
+  it('let a job nobody waits for share a queue with awaited ones only if it keeps no result', () => {
+    // A finished job trims its queue's finished jobs to its own age and count; count 0 trims nothing.
+    for (const queue of awaitedQueues) {
+      const unawaited = jobsOfQueue(queue).filter((j) => !j.awaited);
+      for (const job of unawaited) expect(job.options.keepCount, job.name).toBe(0);
+    }
+    expect(jobs.chainCheck.queue).toBe('checks');
+  });
 });
 
 describe('awaited jobs', () => {

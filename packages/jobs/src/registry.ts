@@ -1,5 +1,5 @@
 import { type QueueName, queueNames } from '@vouch/config';
-import { anomalyResult, screeningResult, verificationResult } from '@vouch/schemas';
+import { anomalyResult, chainStatuses, screeningResult, verificationResult } from '@vouch/schemas';
 import { z } from 'zod';
 
 export { type QueueName, queueNames };
@@ -35,6 +35,7 @@ function defineJob<N extends string, P extends z.ZodType, R extends z.ZodType>(
 }
 
 const address = z.string().regex(/^0x[0-9a-f]{40}$/);
+const txHash = z.string().regex(/^0x[0-9a-f]{64}$/);
 const scoredAgent = z.object({ address, score: z.number().int(), grade: z.string() });
 
 /** Who queued a job: the worker acts for them (ownership, audit log), and only their organization reads the job. */
@@ -97,6 +98,24 @@ export const jobs = {
     payload: z.object({}),
     result: z.object({ purged: z.number().int() }),
     options: { keepCompletedSeconds: 86_400, keepCount: 100 },
+  }),
+  recheckTransactions: defineJob({
+    name: 'maintenance.recheck-transactions',
+    queue: 'maintenance',
+    payload: z.object({}),
+    result: z.object({ queued: z.number().int() }),
+    options: { keepCompletedSeconds: 86_400, keepCount: 100 },
+  }),
+  chainCheck: defineJob({
+    name: 'checks.transaction',
+    queue: 'checks',
+    payload: z.object({ agent: address, txHash }),
+    // `status` null: no such record (nothing to check).
+    result: z.object({ status: z.enum(chainStatuses).nullable(), changed: z.boolean() }),
+    // Nobody reads its result (the state is the row's). BullMQ trims a queue's finished jobs by
+    // the age and count of the job that just finished; with count 0 a check is removed on its own
+    // and trims nothing, so a burst of recorded transactions keeps the verifications' results.
+    options: { keepCompletedSeconds: 0, keepCount: 0 },
   }),
   verify: defineJob({
     name: 'checks.verify',

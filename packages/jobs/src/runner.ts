@@ -57,7 +57,8 @@ export interface JobRunner {
   enqueue<J extends AnyJob>(job: J, payload: PayloadOf<J>, opts?: EnqueueOptions): Promise<{ jobId: string }>;
   /**
    * Runs `job` every `everyMs` from now on: one schedule per job name however many processes ask
-   * (a BullMQ job scheduler), or a timer of this process with the in-process runner.
+   * (a BullMQ job scheduler, registered as soon as Redis answers and again whenever it reconnects),
+   * or a timer of this process with the in-process runner.
    */
   every<J extends AnyJob>(job: J, payload: PayloadOf<J>, everyMs: number): Promise<void>;
   get(jobId: string): Promise<JobInfo | null>;

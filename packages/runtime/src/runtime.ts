@@ -7,6 +7,7 @@ import {
   databaseOptions,
   queueConcurrency,
   queueNames,
+  scoreTransactions,
   workerQueues,
 } from '@vouch/config';
 import {
@@ -176,6 +177,8 @@ export async function createRuntime(config: Config, overrides: RuntimeOverrides 
       ...checksOptions(config),
       recomputeChunkSize: config.RECOMPUTE_CHUNK_SIZE,
       txFutureSkewMs: config.TX_FUTURE_SKEW_MS,
+      scoreTransactions: scoreTransactions(config),
+      txRecheckIntervalMs: config.TX_RECHECK_INTERVAL_MS,
       refreshDelayMs: overrides.refreshDelayMs,
       onBackgroundError: (err, context) => logger.warn({ err, ...context }, 'background job could not be scheduled'),
     });
@@ -203,7 +206,9 @@ export async function createRuntime(config: Config, overrides: RuntimeOverrides 
       logger.info({ jobs: jobs.kind, inProcessWorker: role === 'all' && workers !== undefined }, 'jobs configured');
     }
     if (!config.CHAIN_RPC_URL && role !== 'cli') {
-      logger.warn('CHAIN_RPC_URL is unset: the chain checks of a verification fail with "no chain configured"');
+      logger.warn(
+        'CHAIN_RPC_URL is unset: the chain checks of a verification are not run, and recorded transactions are self-reported (unverified)',
+      );
     }
 
     // Housekeeping: expired idempotency keys are purged on a schedule (one per deployment on BullMQ).
@@ -211,6 +216,14 @@ export async function createRuntime(config: Config, overrides: RuntimeOverrides 
       await jobs
         .every(jobsRegistry.purgeIdempotency, {}, config.IDEMPOTENCY_PURGE_INTERVAL_MS)
         .catch((err) => logger.warn({ err }, 'the idempotency purge could not be scheduled; retried at next start'));
+      // Transactions whose check was lost (Redis away when recorded, a restart) or may still change.
+      if (config.CHAIN_RPC_URL) {
+        await jobs
+          .every(jobsRegistry.recheckTransactions, {}, config.TX_RECHECK_INTERVAL_MS)
+          .catch((err) =>
+            logger.warn({ err }, 'the re-check of transactions could not be scheduled; retried at next start'),
+          );
+      }
     }
 
     // The bundled OFAC snapshot is loaded on first start; later snapshots come from `npm run sanctions:import`.

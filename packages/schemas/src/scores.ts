@@ -31,5 +31,24 @@ export const scoreBreakdown = z
     color: colorValue,
     currentScore: scoreValue.meta({ description: 'The stored score (what GET /api/agents/:address/score returns)' }),
     factors,
+    counted: z
+      .object({
+        basis: z.enum(['verified', 'all']).meta({
+          description: 'verified: only transactions verified on the chain count; all: every recorded one, as reported',
+        }),
+        chainConfigured: z.boolean().meta({
+          description: 'Whether recorded transactions are checked against a chain; false: they are all self-reported',
+        }),
+        detail: z.string(),
+        transactions: z.number().int().meta({ description: 'Transactions the model counted' }),
+        // Sums: may exceed 2^256−1.
+        volume: z.string().meta({ description: 'Their volume in wei' }),
+        leftOutTransactions: z.number().int().meta({ description: 'Recorded transactions left out: not verified' }),
+        leftOutVolume: z.string().meta({ description: 'Their volume in wei' }),
+      })
+      .meta({
+        id: 'ScoreCounted',
+        description: 'Which recorded transactions the factors count, and what was left out',
+      }),
   })
   .meta({ id: 'ScoreBreakdown' });

@@ -3,6 +3,15 @@ import { address, positiveAmount, txHash, unixSeconds } from './primitives.ts';
 
 export const transactionTypes = ['PAYMENT', 'SWAP', 'TRANSFER', 'CONTRACT_CALL', 'BRIDGE', 'OTHER'] as const;
 
+/**
+ * What the chain said about a recorded transaction (docs/api.md "Transactions"): `unverified`
+ * when no chain is configured (self-reported), `pending` until the check has run, then
+ * `verified`, `mismatch` (the chain disagrees; the detail names the fields), `not_found` (no such
+ * transaction on the chain) or `unreachable` (the node did not answer: could not check).
+ */
+export const chainStatuses = ['unverified', 'pending', 'verified', 'mismatch', 'not_found', 'unreachable'] as const;
+export type ChainStatus = (typeof chainStatuses)[number];
+
 export const recordBody = z.strictObject({
   agent: address,
   txHash,
@@ -36,6 +45,15 @@ export const transactionRecord = z
     backdated: z.boolean().meta({
       description: 'Dated before the agent was first seen: accepted, but self-reported history Vouch did not witness',
     }),
+    chainStatus: z.enum(chainStatuses).meta({
+      description:
+        'What the chain said: unverified (no chain configured: self-reported), pending (check queued), verified, mismatch, not_found, unreachable (could not check)',
+    }),
+    chainDetail: z
+      .string()
+      .nullable()
+      .meta({ description: 'Why: the fields the chain disagrees with, the node error, or the block that matched' }),
+    chainCheckedAt: unixSeconds.nullable().meta({ description: 'When the chain was last asked; null before that' }),
   })
   .meta({ id: 'TransactionRecord' });
 export type TransactionRecord = z.infer<typeof transactionRecord>;

@@ -7,9 +7,13 @@ export interface ModelRow {
   address: string;
   score: number;
   first_seen_at: Date;
+  /** Transactions the model counts (all, or only those verified on the chain) and their figures. */
   transaction_count: number;
   success_count: number;
   total_volume: string;
+  /** Every recorded transaction, counted or not. */
+  recorded_count: number;
+  recorded_volume: string;
   spend_attempts: number;
   spends_within: number;
   sanctioned: boolean;
@@ -32,21 +36,34 @@ export async function planForKeyLookups(trx: Executor, batchSize: number): Promi
   if (batchSize <= KEY_LOOKUP_BATCH_MAX) await sql`SET LOCAL random_page_cost = 1.1`.execute(trx);
 }
 
-/** What the score model reads, for many agents in one statement. */
-export async function modelInputs(db: Executor, addresses: string[], since: Date): Promise<ModelRow[]> {
+/**
+ * What the score model reads, for many agents in one statement. With `verifiedOnly` the
+ * transaction figures count only transactions verified on the chain; `recorded_*` count them all.
+ */
+export async function modelInputs(
+  db: Executor,
+  addresses: string[],
+  since: Date,
+  verifiedOnly: boolean,
+): Promise<ModelRow[]> {
+  const counted = verifiedOnly ? sql`chain_status = 'verified'` : sql`true`;
   const result = await sql<ModelRow>`
     SELECT a.address, a.score, a.first_seen_at,
            coalesce(t.transaction_count, 0) AS transaction_count,
            coalesce(t.success_count, 0) AS success_count,
            coalesce(t.total_volume, '0') AS total_volume,
+           coalesce(t.recorded_count, 0) AS recorded_count,
+           coalesce(t.recorded_volume, '0') AS recorded_volume,
            coalesce(s.spend_attempts, 0) AS spend_attempts,
            coalesce(s.spends_within, 0) AS spends_within,
            ${sanctionedSql('a.address')} AS sanctioned
     FROM agents a
     LEFT JOIN (
-      SELECT agent, count(*)::int AS transaction_count,
-             (count(*) FILTER (WHERE success))::int AS success_count,
-             sum(amount)::text AS total_volume
+      SELECT agent, (count(*) FILTER (WHERE ${counted}))::int AS transaction_count,
+             (count(*) FILTER (WHERE success AND ${counted}))::int AS success_count,
+             coalesce(sum(amount) FILTER (WHERE ${counted}), 0)::text AS total_volume,
+             count(*)::int AS recorded_count,
+             sum(amount)::text AS recorded_volume
       FROM transactions WHERE agent = ANY(${addresses}::text[]) GROUP BY agent
     ) t ON t.agent = a.address
     LEFT JOIN (

@@ -5,6 +5,7 @@ import type { AuditService } from '../audit/audit.service.ts';
 import type { Actor } from '../shared/actor.ts';
 import type { Clock } from '../shared/clock.ts';
 import { AgentNotFoundError, DomainError, ForbiddenError } from '../shared/errors.ts';
+import type { ScoreBasis } from '../transactions/transactions.model.ts';
 import { computeScore, type ScoreInputs, weiToEther } from './scores.model.ts';
 import * as repo from './scores.repository.ts';
 
@@ -33,6 +34,18 @@ export interface ScoresDeps {
   db: Kysely<DB>;
   clock: Clock;
   audit: AuditService;
+  /** Which recorded transactions the model counts (SCORE_TRANSACTIONS); default all. */
+  basis?: ScoreBasis;
+  /** Whether a chain is configured (recorded transactions are checked); only said in the breakdown. */
+  chainConfigured?: boolean;
+}
+
+/** How the breakdown says what the model counted. */
+function countedDetail(basis: ScoreBasis, chainConfigured: boolean): string {
+  if (basis === 'verified') return 'only transactions verified on the chain count; the others are left out';
+  return chainConfigured
+    ? 'every recorded transaction counts as reported, verified on the chain or not (SCORE_TRANSACTIONS=all)'
+    : 'every recorded transaction counts as reported: self-reported, no chain is configured to check them';
 }
 
 /** Refuses agents registered by another organization than the actor's (the operator may score any). */
@@ -51,23 +64,48 @@ function assertAllOwned(actor: Actor, rows: Array<{ address: string; organizatio
 
 const complianceSince = (now: Date) => new Date(now.getTime() - COMPLIANCE_WINDOW_DAYS * DAY_MS);
 
-export function createScoresService({ db, clock, audit }: ScoresDeps) {
+export function createScoresService({ db, clock, audit, basis = 'all', chainConfigured = false }: ScoresDeps) {
+  const verifiedOnly = basis === 'verified';
+
+  /** The model's row for one agent: its recorded transactions (those counted, and all) and spends. */
+  async function rowFor(address: string, now: Date): Promise<repo.ModelRow> {
+    const [row] = await repo.modelInputs(db, [address], complianceSince(now), verifiedOnly);
+    if (!row) throw new AgentNotFoundError(address);
+    return row;
+  }
+
   /** The model's inputs for one agent, read from its recorded transactions and spends. */
   async function inputsFor(address: string): Promise<ScoreInputs & { currentScore: number }> {
     const now = clock();
-    const [row] = await repo.modelInputs(db, [address], complianceSince(now));
-    if (!row) throw new AgentNotFoundError(address);
+    const row = await rowFor(address, now);
     return { currentScore: row.score, ...inputsFromRow(row, now) };
   }
 
   return {
     inputsFor,
 
-    /** The model applied to the agent's real data, with each factor's share. */
+    /** The model applied to the agent's real data, with each factor's share and what it counted. */
     async breakdown(address: string) {
-      const { currentScore, ...inputs } = await inputsFor(address);
-      const { score, factors } = computeScore(inputs);
-      return { agent: address, score, grade: gradeFor(score), color: colorFor(score), currentScore, factors };
+      const now = clock();
+      const row = await rowFor(address, now);
+      const { score, factors } = computeScore(inputsFromRow(row, now));
+      return {
+        agent: address,
+        score,
+        grade: gradeFor(score),
+        color: colorFor(score),
+        currentScore: row.score,
+        factors,
+        counted: {
+          basis,
+          chainConfigured,
+          detail: countedDetail(basis, chainConfigured),
+          transactions: row.transaction_count,
+          volume: row.total_volume,
+          leftOutTransactions: row.recorded_count - row.transaction_count,
+          leftOutVolume: (BigInt(row.recorded_volume) - BigInt(row.total_volume)).toString(),
+        },
+      };
     },
 
     /**
@@ -157,7 +195,7 @@ export function createScoresService({ db, clock, audit }: ScoresDeps) {
           if (addresses.length === 0) return { scored: 0, updated: 0 };
         }
         await repo.planForKeyLookups(trx, addresses.length);
-        const rows = await repo.modelInputs(trx, addresses, complianceSince(now));
+        const rows = await repo.modelInputs(trx, addresses, complianceSince(now), verifiedOnly);
         const scores = rows.map((row) => computeScore(inputsFromRow(row, now)).score);
         const changed = await repo.writeScores(trx, {
           addresses: rows.map((r) => r.address),

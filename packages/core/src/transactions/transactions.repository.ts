@@ -1,4 +1,4 @@
-import { type DB, type Kysely, sql, type TransactionRow } from '@vouch/db';
+import { type ChainStatus, type DB, type Kysely, sql, type TransactionRow } from '@vouch/db';
 
 type Executor = Kysely<DB>;
 
@@ -11,6 +11,8 @@ export interface NewTransaction {
   counterparty: string | null;
   occurredAt: Date;
   recordedAt: Date;
+  /** `pending` when a chain is configured (a check is queued), else `unverified`. */
+  chainStatus: 'pending' | 'unverified';
 }
 
 /** Inserts unless `(agent, txHash)` is already recorded; returns the new row or nothing. */
@@ -26,6 +28,7 @@ export function insertTransaction(db: Executor, t: NewTransaction): Promise<Tran
       counterparty: t.counterparty,
       occurred_at: t.occurredAt,
       recorded_at: t.recordedAt,
+      chain_status: t.chainStatus,
       backdated: sql<boolean>`${t.occurredAt}::timestamptz < (SELECT first_seen_at FROM agents WHERE address = ${t.agent})`,
     })
     .onConflict((oc) => oc.columns(['agent', 'tx_hash']).doNothing())
@@ -57,4 +60,53 @@ export async function transactionStats(db: Executor, agent: string) {
   const row = result.rows[0];
   if (!row) throw new Error('stats query returned no row');
   return row;
+}
+
+/**
+ * Stores what the chain said, unless a final state (verified, mismatch) is already stored; returns
+ * the state before, or nothing when no row changed. The row is locked for the statement, so two
+ * deliveries of the same check cannot both see the old state.
+ */
+export async function storeChainStatus(
+  db: Executor,
+  v: { agent: string; txHash: string; status: ChainStatus; detail: string; now: Date },
+): Promise<{ previous: ChainStatus } | undefined> {
+  const result = await sql<{ previous: ChainStatus }>`
+    WITH old AS (
+      SELECT id, chain_status FROM transactions
+      WHERE agent = ${v.agent} AND tx_hash = ${v.txHash} AND chain_status NOT IN ('verified', 'mismatch')
+      FOR UPDATE
+    )
+    UPDATE transactions t
+    SET chain_status = ${v.status}, chain_detail = ${v.detail}, chain_checked_at = ${v.now}
+    FROM old WHERE t.id = old.id
+    RETURNING old.chain_status AS previous`.execute(db);
+  return result.rows[0];
+}
+
+/**
+ * Transactions whose check should run (again): `pending` ones recorded at least `graceMs` ago
+ * (their job was lost, or Redis was away when they were recorded), and `not_found` or
+ * `unreachable` ones recorded within `windowMs`, once they have waited since their last check at
+ * least `minWaitMs` and as long as they had waited before it. Oldest first.
+ */
+export async function transactionsToRecheck(
+  db: Executor,
+  v: { now: Date; graceMs: number; minWaitMs: number; windowMs: number; limit: number },
+): Promise<Array<{ agent: string; tx_hash: string }>> {
+  const ms = (n: number) => sql`(${n} * interval '1 millisecond')`;
+  const now = sql`${v.now}::timestamptz`;
+  const result = await sql<{ agent: string; tx_hash: string }>`
+    SELECT agent, tx_hash FROM transactions
+    WHERE chain_status IN ('pending', 'not_found', 'unreachable')
+      AND (
+        (chain_status = 'pending' AND recorded_at <= ${now} - ${ms(v.graceMs)})
+        OR (
+          chain_status <> 'pending' AND recorded_at > ${now} - ${ms(v.windowMs)}
+          AND chain_checked_at <= ${now} - greatest(${ms(v.minWaitMs)}, chain_checked_at - recorded_at)
+        )
+      )
+    ORDER BY recorded_at
+    LIMIT ${v.limit}`.execute(db);
+  return result.rows;
 }

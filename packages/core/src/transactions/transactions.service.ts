@@ -1,5 +1,11 @@
 import type { DB, Kysely, TransactionRow } from '@vouch/db';
-import { type RecordInput, type TransactionRecord, type TransactionStats, transactionTypes } from '@vouch/schemas';
+import {
+  type ChainStatus,
+  type RecordInput,
+  type TransactionRecord,
+  type TransactionStats,
+  transactionTypes,
+} from '@vouch/schemas';
 import { ensureObserved, findAgent, touchAgent } from '../agents/agents.repository.ts';
 import { assertOwns } from '../agents/agents.service.ts';
 import type { AuditService } from '../audit/audit.service.ts';
@@ -12,8 +18,13 @@ export interface TransactionsDeps {
   db: Kysely<DB>;
   clock: Clock;
   audit: AuditService;
-  /** Called after a new transaction is committed (schedules the agent's score refresh). */
-  onRecorded?: (agent: string) => void;
+  /**
+   * Called after a new transaction is committed: schedules the agent's score refresh and, when
+   * its state is `pending`, the check against the chain.
+   */
+  onRecorded?: (recorded: { agent: string; txHash: string; chainStatus: ChainStatus }) => void;
+  /** A chain is configured: new transactions start `pending` (a check is queued), else `unverified`. */
+  verifiesOnChain: boolean;
   /** How far in the future a transaction's timestamp may be (clock skew); later ones are refused. */
   maxFutureSkewMs: number;
 }
@@ -30,6 +41,9 @@ export function toRecord(row: TransactionRow): TransactionRecord {
     timestamp: toUnixSeconds(row.occurred_at),
     recordedAt: toUnixSeconds(row.recorded_at),
     backdated: row.backdated,
+    chainStatus: row.chain_status,
+    chainDetail: row.chain_detail,
+    chainCheckedAt: row.chain_checked_at ? toUnixSeconds(row.chain_checked_at) : null,
   };
 }
 
@@ -44,7 +58,14 @@ function conflictingFields(row: TransactionRow, input: RecordInput): string[] {
   return fields;
 }
 
-export function createTransactionsService({ db, clock, audit, onRecorded, maxFutureSkewMs }: TransactionsDeps) {
+export function createTransactionsService({
+  db,
+  clock,
+  audit,
+  onRecorded,
+  maxFutureSkewMs,
+  verifiesOnChain,
+}: TransactionsDeps) {
   return {
     /**
      * Records a transaction, making its agent known (observed) if needed. The same
@@ -80,6 +101,7 @@ export function createTransactionsService({ db, clock, audit, onRecorded, maxFut
           counterparty: input.counterparty ?? null,
           occurredAt: input.timestamp === undefined ? now : new Date(input.timestamp * 1000),
           recordedAt: now,
+          chainStatus: verifiesOnChain ? 'pending' : 'unverified',
         });
         if (inserted) {
           await touchAgent(trx, input.agent, now);
@@ -102,8 +124,8 @@ export function createTransactionsService({ db, clock, audit, onRecorded, maxFut
         const fields = conflictingFields(row, input);
         if (fields.length) throw new TransactionConflictError(input.txHash, fields);
       } else if (onRecorded) {
-        // The score refresh must see the committed row: inside a caller's transaction, defer it.
-        const effect = () => onRecorded(input.agent);
+        // The score refresh and the chain check must see the committed row: inside a caller's transaction, defer them.
+        const effect = () => onRecorded({ agent: row.agent, txHash: row.tx_hash, chainStatus: row.chain_status });
         if (executor.isTransaction && scope.afterCommit) scope.afterCommit(effect);
         else if (!executor.isTransaction) effect();
       }

@@ -3,8 +3,11 @@ import {
   ContractFunctionExecutionError,
   createPublicClient,
   getAddress,
+  type Hex,
   http,
   type PublicClient,
+  TransactionNotFoundError,
+  TransactionReceiptNotFoundError,
 } from 'viem';
 
 const OWNER_ABI = [
@@ -26,13 +29,63 @@ function unreachable(error: unknown): boolean {
   return true;
 }
 
-/** What the verification reads from the chain. */
+/** An ERC-20 `Transfer(address indexed from, address indexed to, uint256 value)` event, addresses lowercase. */
+export interface TokenTransfer {
+  token: string;
+  from: string;
+  to: string;
+  value: bigint;
+}
+
+/** A transaction as the chain has it, addresses lowercase: what a recorded transaction is compared with. */
+export interface ChainTransaction {
+  /** The receipt's status; null while the node knows the transaction but it is not mined. */
+  status: 'success' | 'reverted' | null;
+  blockNumber: bigint | null;
+  from: string;
+  /** The recipient or called contract; for a deployment, the contract it created. */
+  to: string | null;
+  /** Native value sent with it, in wei. */
+  value: bigint;
+  /** The ERC-20 transfers its receipt logs (none for a reverted or unmined transaction). */
+  transfers: TokenTransfer[];
+}
+
+/** What the verification and the transaction check read from the chain. */
 export interface ChainReader {
   /** Whether bytecode is deployed at the address. */
   hasCode(address: string): Promise<ChainAnswer<boolean>>;
   /** The contract's `owner()`, lowercase. */
   owner(address: string): Promise<ChainAnswer<string>>;
+  /** The transaction and its receipt; `value: null` when the chain has no transaction with this hash. */
+  transaction(hash: string): Promise<ChainAnswer<ChainTransaction | null>>;
 }
+
+/** keccak256("Transfer(address,address,uint256)"), the topic of ERC-20 (and ERC-721) transfers. */
+export const TRANSFER_TOPIC = '0xddf252ad1be2c89b69c2b068fc378daa952ba7f163c4a11628f55a4df523b3ef';
+
+/** ERC-20 transfers among a receipt's logs: three topics and a 32-byte value (ERC-721 indexes its token id: four). */
+export function tokenTransfers(
+  logs: ReadonlyArray<{ address: string; topics: readonly string[]; data: string }>,
+): TokenTransfer[] {
+  const topicAddress = (topic: string) => `0x${topic.slice(26)}`.toLowerCase();
+  return logs
+    .filter((l) => l.topics.length === 3 && l.topics[0]?.toLowerCase() === TRANSFER_TOPIC && l.data.length === 66)
+    .map((l) => ({
+      token: l.address.toLowerCase(),
+      from: topicAddress(l.topics[1] as string),
+      to: topicAddress(l.topics[2] as string),
+      value: BigInt(l.data),
+    }));
+}
+
+/** A "not found" answer is the chain's; anything else thrown is the node's failure. */
+const orNullWhen =
+  (notFound: new (...args: never[]) => Error) =>
+  (error: unknown): null => {
+    if (error instanceof notFound) return null;
+    throw error;
+  };
 
 function reasonOf(error: unknown): string {
   const message =
@@ -67,6 +120,31 @@ export function createChainReader(rpcUrl: string | undefined, timeoutMs: number)
         return { ok: true, value: owner.toLowerCase() };
       } catch (error) {
         return { ok: false, reason: reasonOf(error), unreachable: unreachable(error) };
+      }
+    },
+    async transaction(hash) {
+      try {
+        const [tx, receipt] = await Promise.all([
+          client.getTransaction({ hash: hash as Hex }).catch(orNullWhen(TransactionNotFoundError)),
+          client.getTransactionReceipt({ hash: hash as Hex }).catch(orNullWhen(TransactionReceiptNotFoundError)),
+        ]);
+        if (!tx && !receipt) return { ok: true, value: null };
+        // A receipt without its transaction: a node behind a load balancer answering from two states.
+        if (!tx) return { ok: false, reason: 'the node returned a receipt but not its transaction', unreachable: true };
+        const to = receipt ? (receipt.to ?? receipt.contractAddress ?? null) : tx.to;
+        return {
+          ok: true,
+          value: {
+            status: receipt ? receipt.status : null,
+            blockNumber: receipt ? receipt.blockNumber : null,
+            from: tx.from.toLowerCase(),
+            to: to ? to.toLowerCase() : null,
+            value: tx.value,
+            transfers: receipt ? tokenTransfers(receipt.logs) : [],
+          },
+        };
+      } catch (error) {
+        return { ok: false, reason: reasonOf(error), unreachable: true };
       }
     },
   };

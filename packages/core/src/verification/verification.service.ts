@@ -22,7 +22,7 @@ import * as repo from './verification.repository.ts';
 export interface VerificationDeps {
   db: Kysely<DB>;
   clock: Clock;
-  chain: ChainReader | null;
+  chain: Pick<ChainReader, 'hasCode' | 'owner'> | null;
   thresholds: VerificationThresholds;
 }
 

@@ -6,6 +6,7 @@ import * as verificationFacts from './20261121030000-verification-facts.ts';
 import * as cacheNotifyStatements from './20261122000000-cache-notify-statements.ts';
 import * as verificationProvenance from './20261125000000-verification-provenance.ts';
 import * as transactionBackdated from './20261125010000-transaction-backdated.ts';
+import * as transactionChainStatus from './20261125020000-transaction-chain-status.ts';
 import * as organizations from './20261126000000-organizations.ts';
 
 /** Every migration, in order. Names are timestamped; never rename or reorder a landed one. */
@@ -17,5 +18,6 @@ export const migrations: Record<string, Migration> = {
   '20261122000000-cache-notify-statements': cacheNotifyStatements,
   '20261125000000-verification-provenance': verificationProvenance,
   '20261125010000-transaction-backdated': transactionBackdated,
+  '20261125020000-transaction-chain-status': transactionChainStatus,
   '20261126000000-organizations': organizations,
 };
