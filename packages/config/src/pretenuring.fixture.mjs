@@ -1,6 +1,7 @@
 /**
  * Run by pretenuring.test.ts with plain node (a module loader such as tsx changes V8's
- * pretenuring decisions), with the V8 flags to set as arguments (none: V8's defaults).
+ * pretenuring decisions) and a 1 MB new space (why: see there), with the V8 flags to set
+ * as arguments (none: V8's defaults).
  * One allocation site first makes objects that all survive, then objects that die at
  * once; prints how far the old generation grew during the second phase, in MB.
  */
