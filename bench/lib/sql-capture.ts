@@ -68,7 +68,7 @@ export async function spendSql(
   const query = await capture(
     'services.budgets.spend (POST /api/budgets/:address/spend)',
     () => now,
-    (s) => s.budgets.spend(systemActor(), address, amount),
+    (s) => s.budgets.spend(systemActor(), address, { amount }),
   );
   // The clock's Date object is passed through as-is wherever the statement uses "now".
   const nowPositions = query.parameters.flatMap((p, i) => (p === now ? [i] : []));

@@ -119,6 +119,8 @@ describe('R1b — exact windows under random uint256 amounts and rolling days an
           perTxLimit: limits.perTx,
           dailySpent: 0n,
           monthlySpent: 0n,
+          dailyHeld: 0n,
+          monthlyHeld: 0n,
           dayStart: new Date(0),
           monthStart: new Date(0),
         };

@@ -19,7 +19,7 @@ describe('R9 — hostile input never yields a 5xx, a hang or a change from a ref
     const target = await fuzzTarget(ADMIN);
     t = target.t;
     routes = target.routes;
-    const { agent, observed } = target.fixtures;
+    const { agent } = target.fixtures;
     const admin = { authorization: `Bearer ${ADMIN}` };
     const job = await t.services.scoring.recompute(systemActor(), { agents: [agent] });
     const key = await t.app.inject({
@@ -29,7 +29,7 @@ describe('R9 — hostile input never yields a 5xx, a hang or a change from a ref
       headers: admin,
     });
     expect([job?.state, key.statusCode]).toEqual(['completed', 201]);
-    fixtures = { agent, observed, adminKey: ADMIN, keyId: key.json().data.id, jobId: job?.jobId };
+    fixtures = { ...target.fixtures, keyId: key.json().data.id, jobId: job?.jobId };
   });
 
   afterAll(() => t?.close());

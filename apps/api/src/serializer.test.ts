@@ -9,11 +9,9 @@ const compile = (schema: z.ZodType) =>
 describe('response serializer', () => {
   it('writes the properties the schema names and nothing else', () => {
     const serialize = compile(successEnvelope(agentScore));
-    const body = { success: true, data: { score: 742, grade: 'A', color: '#22C55E', internal: 'secret' } };
-    expect(JSON.parse(serialize(body))).toEqual({
-      success: true,
-      data: { score: 742, grade: 'A', color: '#22C55E' },
-    });
+    const data = { score: 742, grade: 'A', color: '#22C55E', confidence: 0.4, state: 'established' };
+    const body = { success: true, data: { ...data, internal: 'secret' } };
+    expect(JSON.parse(serialize(body))).toEqual({ success: true, data });
   });
 
   it('keeps nullable and free-form values as they are', () => {

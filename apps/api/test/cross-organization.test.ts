@@ -20,10 +20,14 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 const ADMIN = 'cross-org-admin-secret-0123456789';
 
 interface Fixtures {
-  /** Registered by `alpha`, with alpha's budget (one spend made). */
+  /** Registered by `alpha`, with alpha's budget (one spend made, one hold held). */
   agent: string;
   jobId: string;
   keyId: string;
+  spendId: string;
+  authorizationId: string;
+  decisionId: string;
+  approvalId: string;
 }
 
 interface Call {
@@ -88,6 +92,10 @@ const table: Record<string, { call: (fx: Fixtures) => Call; expect: Expect }> = 
     }),
     expect: { kind: 'refused', status: 403, code: 'FORBIDDEN' },
   },
+  listTransactions: {
+    call: (fx) => ({ method: 'GET', url: `/api/transactions/${fx.agent}` }),
+    expect: { kind: 'global', status: 200 },
+  },
   getTransactionStats: {
     call: (fx) => ({ method: 'GET', url: `/api/transactions/${fx.agent}/stats` }),
     expect: { kind: 'global', status: 200 },
@@ -144,6 +152,42 @@ const table: Record<string, { call: (fx: Fixtures) => Call; expect: Expect }> = 
     call: (fx) => ({ method: 'POST', url: `/api/budgets/${fx.agent}/spend`, payload: { amount: '1' } }),
     expect: { kind: 'own', status: 422, code: 'BUDGET_NOT_SET' },
   },
+  authorize: {
+    call: (fx) => ({ method: 'POST', url: `/api/budgets/${fx.agent}/authorizations`, payload: { amount: '1' } }),
+    expect: { kind: 'own', status: 422, code: 'BUDGET_NOT_SET' },
+  },
+  listAuthorizations: {
+    call: (fx) => ({ method: 'GET', url: `/api/budgets/${fx.agent}/authorizations` }),
+    expect: { kind: 'own', status: 200, check: (b) => expect(b.authorizations).toEqual([]) },
+  },
+  getAuthorization: {
+    call: (fx) => ({ method: 'GET', url: `/api/budgets/${fx.agent}/authorizations/${fx.authorizationId}` }),
+    expect: { kind: 'own', status: 404, code: 'AUTHORIZATION_NOT_FOUND' },
+  },
+  capture: {
+    call: (fx) => ({
+      method: 'POST',
+      url: `/api/budgets/${fx.agent}/authorizations/${fx.authorizationId}/capture`,
+      payload: {},
+    }),
+    expect: { kind: 'own', status: 404, code: 'AUTHORIZATION_NOT_FOUND' },
+  },
+  void: {
+    call: (fx) => ({
+      method: 'POST',
+      url: `/api/budgets/${fx.agent}/authorizations/${fx.authorizationId}/void`,
+      payload: {},
+    }),
+    expect: { kind: 'own', status: 404, code: 'AUTHORIZATION_NOT_FOUND' },
+  },
+  listSpends: {
+    call: (fx) => ({ method: 'GET', url: `/api/budgets/${fx.agent}/spends` }),
+    expect: { kind: 'own', status: 200, check: (b) => expect(b.spends).toEqual([]) },
+  },
+  refund: {
+    call: (fx) => ({ method: 'POST', url: `/api/budgets/${fx.agent}/spends/${fx.spendId}/refund`, payload: {} }),
+    expect: { kind: 'own', status: 404, code: 'SPEND_NOT_FOUND' },
+  },
   // Sets the other organization's own budget; alpha's stays as it was (checked below).
   setBudget: {
     call: (fx) => ({
@@ -152,6 +196,77 @@ const table: Record<string, { call: (fx: Fixtures) => Call; expect: Expect }> = 
       payload: { dailyLimit: '3', monthlyLimit: '3' },
     }),
     expect: { kind: 'own', status: 200, check: (b) => expect([b.dailyLimit, b.dailySpent]).toEqual(['3', '0']) },
+  },
+
+  // Decisions, approvals and policies: the organization's own.
+  decide: {
+    call: (fx) => ({ method: 'POST', url: '/api/decisions', payload: { agent: fx.agent, amount: '5' } }),
+    expect: {
+      kind: 'own',
+      status: 200,
+      // Its own budget (none, or the one it set) and no policy: never alpha's.
+      check: (b) => expect([b.decision, (b.policy as { version: number | null }).version]).toEqual(['deny', null]),
+    },
+  },
+  getDecision: {
+    call: (fx) => ({ method: 'GET', url: `/api/decisions/${fx.decisionId}` }),
+    expect: { kind: 'own', status: 404, code: 'DECISION_NOT_FOUND' },
+  },
+  listApprovals: {
+    call: () => ({ method: 'GET', url: '/api/approvals' }),
+    expect: { kind: 'own', status: 200, check: (b) => expect(b.approvals).toEqual([]) },
+  },
+  getApproval: {
+    call: (fx) => ({ method: 'GET', url: `/api/approvals/${fx.approvalId}` }),
+    expect: { kind: 'own', status: 404, code: 'APPROVAL_NOT_FOUND' },
+  },
+  approve: {
+    call: (fx) => ({ method: 'POST', url: `/api/approvals/${fx.approvalId}/approve`, payload: {} }),
+    expect: { kind: 'own', status: 404, code: 'APPROVAL_NOT_FOUND' },
+  },
+  denyApproval: {
+    call: (fx) => ({ method: 'POST', url: `/api/approvals/${fx.approvalId}/deny`, payload: {} }),
+    expect: { kind: 'own', status: 404, code: 'APPROVAL_NOT_FOUND' },
+  },
+  getAgentPolicy: {
+    call: (fx) => ({ method: 'GET', url: `/api/agents/${fx.agent}/policy` }),
+    expect: { kind: 'own', status: 404, code: 'POLICY_NOT_FOUND' },
+  },
+  listAgentPolicyVersions: {
+    call: (fx) => ({ method: 'GET', url: `/api/agents/${fx.agent}/policy/versions` }),
+    expect: { kind: 'own', status: 200, check: (b) => expect(b.versions).toEqual([]) },
+  },
+  deleteAgentPolicy: {
+    call: (fx) => ({ method: 'DELETE', url: `/api/agents/${fx.agent}/policy` }),
+    expect: { kind: 'own', status: 404, code: 'POLICY_NOT_FOUND' },
+  },
+  setAgentPolicy: {
+    call: (fx) => ({
+      method: 'PUT',
+      url: `/api/agents/${fx.agent}/policy`,
+      payload: { rules: [{ name: 'nothing', action: 'deny' }] },
+    }),
+    expect: { kind: 'own', status: 200, check: (b) => expect(b.version).toBe(1) },
+  },
+  getDefaultPolicy: {
+    call: () => ({ method: 'GET', url: '/api/policies/default' }),
+    expect: { kind: 'own', status: 404, code: 'POLICY_NOT_FOUND' },
+  },
+  listDefaultPolicyVersions: {
+    call: () => ({ method: 'GET', url: '/api/policies/default/versions' }),
+    expect: { kind: 'own', status: 200, check: (b) => expect(b.versions).toEqual([]) },
+  },
+  deleteDefaultPolicy: {
+    call: () => ({ method: 'DELETE', url: '/api/policies/default' }),
+    expect: { kind: 'own', status: 404, code: 'POLICY_NOT_FOUND' },
+  },
+  setDefaultPolicy: {
+    call: () => ({
+      method: 'PUT',
+      url: '/api/policies/default',
+      payload: { rules: [{ name: 'all', action: 'allow' }] },
+    }),
+    expect: { kind: 'own', status: 200, check: (b) => expect([b.agent, b.version]).toEqual([null, 1]) },
   },
 
   // Jobs, keys, organizations and the audit log.
@@ -240,17 +355,49 @@ beforeAll(async () => {
     headers: { ...bearer(alpha), 'idempotency-key': 'alpha-order' },
   });
   expect(spent.statusCode).toBe(200);
+  const held = await as('POST', `/api/budgets/${agent}/authorizations`, { amount: '5' });
+  expect(held.statusCode, held.body).toBe(201);
+  // Alpha's policies (the agent's and its default) and a review waiting for approval.
+  const rules = [
+    { name: 'big', action: 'review', when: { amountAbove: '20' } },
+    { name: 'rest', action: 'allow' },
+  ];
+  expect((await as('PUT', `/api/agents/${agent}/policy`, { rules })).statusCode).toBe(200);
+  expect((await as('PUT', '/api/policies/default', { rules })).statusCode).toBe(200);
+  const reviewed = await as('POST', '/api/decisions', { agent, amount: '30', hold: true });
+  expect(reviewed.json().data).toMatchObject({ decision: 'review' });
   const batch = await as('POST', '/api/agents/batch-scores', { agents: [agent], scores: [650], reasons: ['0x01'] });
   expect(batch.statusCode, batch.body).toBe(200);
   const secret = await createKey(t.app, alpha, { name: 'alpha-reader', scopes: ['read'] });
-  fx = { agent, jobId: batch.headers['x-job-id'] as string, keyId: secret.split('_')[1] as string };
+  fx = {
+    agent,
+    jobId: batch.headers['x-job-id'] as string,
+    keyId: secret.split('_')[1] as string,
+    spendId: spent.json().data.spendId,
+    authorizationId: held.json().data.authorizationId,
+    decisionId: reviewed.json().data.decisionId,
+    approvalId: reviewed.json().data.approvalId,
+  };
   doc = (await t.app.inject({ method: 'GET', url: '/openapi.json' })).json();
 });
 afterAll(() => t.close());
 
 /** Every row an organization owns, as text, to compare before and after the other organization's calls. */
 async function organizationState(organizationId: string) {
-  const tables = ['budgets', 'spends', 'idempotency_keys', 'api_keys', 'audit_log', 'audit_heads', 'organizations'];
+  const tables = [
+    'budgets',
+    'spends',
+    'authorizations',
+    'refunds',
+    'policies',
+    'decisions',
+    'approvals',
+    'idempotency_keys',
+    'api_keys',
+    'audit_log',
+    'audit_heads',
+    'organizations',
+  ];
   const state: Record<string, unknown> = {};
   for (const table of tables) {
     const column = table === 'organizations' ? 'id' : 'organization_id';

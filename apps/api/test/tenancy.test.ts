@@ -253,8 +253,8 @@ describe('the audit log', () => {
     const spends = page.entries.filter((e) => e.action.startsWith('spend.'));
     expect(spends.every((e) => e.target === agent && e.actor === 'key' && e.actorKeyId !== null)).toBe(true);
     expect(spends.map((e) => e.details)).toEqual([
-      { spendId: expect.any(String), amount: '40', reason: 'PER_TX_LIMIT' },
-      { spendId: expect.any(String), amount: '4', reason: null },
+      { spendId: expect.any(String), amount: '40', asset: '', reason: 'PER_TX_LIMIT', authorizationId: null },
+      { spendId: expect.any(String), amount: '4', asset: '', reason: null, authorizationId: null },
     ]);
     expect(page.entries.at(-1)?.actor).toBe('admin');
     // Each entry chains to the one before.

@@ -130,6 +130,10 @@ const jobsEnv = {
   WORKER_CONCURRENCY_REFRESH: optionalPositiveInt,
   /** Housekeeping jobs (purges) run one at a time. */
   WORKER_CONCURRENCY_MAINTENANCE: positiveInt(1),
+  /** How long a review waits for its approval (and a hold reserved for it) before both expire. */
+  APPROVAL_TTL_MS: positiveInt(86_400_000),
+  /** How often holds past their time are expired and released (and pending approvals with them). */
+  HOLD_SWEEP_INTERVAL_MS: positiveInt(5000),
   /** How often expired idempotency keys (kept 24 h) are purged. */
   IDEMPOTENCY_PURGE_INTERVAL_MS: positiveInt(3_600_000),
   /**

@@ -1,4 +1,5 @@
 import { DomainJobError, type Processors } from '@vouch/jobs';
+import { expireHoldsProcessor } from './budgets/budgets.jobs.ts';
 import { anomalyProcessor, sanctionsProcessor, verifyProcessor } from './checks/checks.jobs.ts';
 import { purgeIdempotencyProcessor } from './idempotency/idempotency.jobs.ts';
 import {
@@ -40,6 +41,7 @@ export function createProcessors(services: Services, worker: string): Processors
     'checks.anomaly': anomalyProcessor(services),
     'checks.transaction': chainCheckProcessor(services),
     'maintenance.purge-idempotency': purgeIdempotencyProcessor(services),
+    'maintenance.expire-holds': expireHoldsProcessor(services),
     'maintenance.recheck-transactions': recheckTransactionsProcessor(services),
   };
   return Object.fromEntries(

@@ -5,9 +5,13 @@ import { type AnomalySettings, anomalyModelConstants } from './anomaly/anomaly.m
 import { createAnomalyService } from './anomaly/anomaly.service.ts';
 import { createEnrichService } from './anomaly/enrich.service.ts';
 import { createAuditService } from './audit/audit.service.ts';
+import { createAuthorizationsService } from './budgets/authorizations.service.ts';
 import { createBudgetsService } from './budgets/budgets.service.ts';
 import type { ReadCache } from './cache/read-cache.ts';
 import { createChecksJobs } from './checks/checks.service.ts';
+import { createApprovalsService } from './decisions/approvals.service.ts';
+import { createDecisionsService } from './decisions/decisions.service.ts';
+import { createPoliciesService } from './decisions/policies.service.ts';
 import { createIdempotencyService } from './idempotency/idempotency.service.ts';
 import { createKeysService } from './keys/keys.service.ts';
 import { createOrganizationsService } from './organizations/organizations.service.ts';
@@ -41,6 +45,8 @@ export interface CoreDeps {
   txRecheckIntervalMs?: number;
   verification: VerificationThresholds;
   anomaly: AnomalySettings;
+  /** How long a review waits for its approval before it expires (and any hold reserved for it). */
+  approvalTtlMs?: number;
   /** Read cache for scores and budget rows (API processes). */
   cache?: ReadCache | undefined;
 }
@@ -80,11 +86,29 @@ export function createServices(deps: CoreDeps) {
     onEnqueueError: deps.onBackgroundError,
     recheckIntervalMs: deps.txRecheckIntervalMs ?? 60_000,
   });
+  const budgets = createBudgetsService({ ...base, audit, cache: deps.cache });
+  const agents = createAgentsService({ ...base, audit, cache: deps.cache, verifiedOnly: basis === 'verified' });
+  const authorizations = createAuthorizationsService({ ...base, budgets, cache: deps.cache });
+  const policies = createPoliciesService({ ...base, audit, cache: deps.cache });
   return {
     audit,
     organizations: createOrganizationsService({ ...base, audit }),
-    agents: createAgentsService({ ...base, audit, cache: deps.cache }),
-    budgets: createBudgetsService({ ...base, audit, cache: deps.cache }),
+    agents,
+    budgets,
+    authorizations,
+    policies,
+    decisions: createDecisionsService({
+      ...base,
+      audit,
+      agents,
+      budgets,
+      authorizations,
+      policies,
+      sanctions,
+      anomaly,
+      approvalTtlMs: deps.approvalTtlMs ?? 86_400_000,
+    }),
+    approvals: createApprovalsService({ ...base, audit, cache: deps.cache }),
     scores,
     scoring,
     sanctions,

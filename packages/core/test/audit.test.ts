@@ -105,7 +105,9 @@ describe('the audit chain', () => {
     }
     // Spends on twenty budgets at once, each appending to the same chain.
     const outcomes = await Promise.allSettled(
-      agents.flatMap((address) => Array.from({ length: 5 }, () => services.budgets.spend(actor, address, '30'))),
+      agents.flatMap((address) =>
+        Array.from({ length: 5 }, () => services.budgets.spend(actor, address, { amount: '30' })),
+      ),
     );
     expect(outcomes.filter((o) => o.status === 'fulfilled')).toHaveLength(60);
     const result = await services.audit.verify('busy');

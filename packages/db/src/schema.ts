@@ -39,11 +39,16 @@ export interface ScoreEventsTable {
 export interface BudgetsTable {
   organization_id: string;
   agent: string;
+  /** '' for the default unit (wei); otherwise a CAIP-19 asset id, amounts in its atomic units. */
+  asset: Generated<string>;
   daily_limit: Uint256;
   monthly_limit: Uint256;
   per_tx_limit: Uint256;
   daily_spent: Uint256;
   monthly_spent: Uint256;
+  /** Reserved by holds made in the current day and month windows. */
+  daily_held: ColumnType<string, string | bigint | undefined, string | bigint>;
+  monthly_held: ColumnType<string, string | bigint | undefined, string | bigint>;
   day_start: Timestamp;
   month_start: Timestamp;
   last_refusal: string | null;
@@ -60,6 +65,105 @@ export interface SpendsTable {
   amount: Uint256;
   accepted: boolean;
   reason: string | null;
+  created_at: Timestamp;
+  /** `spend` (debited at once), `capture` (of a hold), `authorization` (a refused hold). */
+  kind: Generated<'spend' | 'capture' | 'authorization'>;
+  asset: Generated<string>;
+  authorization_id: string | null;
+  refunded: ColumnType<string, string | bigint | undefined, string | bigint>;
+  counterparty: string | null;
+  /** The windows the row counts in (a refund restores them while they are current). */
+  day_start: Timestamp;
+  month_start: Timestamp;
+}
+
+export type AuthorizationStatus = 'pending_approval' | 'held' | 'captured' | 'voided' | 'expired';
+
+export interface AuthorizationsTable {
+  id: Generated<string>;
+  organization_id: string;
+  agent: string;
+  asset: string;
+  amount: Uint256;
+  captured: ColumnType<string, string | bigint | undefined, string | bigint>;
+  counterparty: string | null;
+  metadata: Json | null;
+  status: AuthorizationStatus;
+  day_start: Timestamp;
+  month_start: Timestamp;
+  expires_at: Timestamp;
+  created_at: Timestamp;
+  updated_at: Timestamp;
+  captured_at: Timestamp | null;
+  released_at: Timestamp | null;
+  decision_id: string | null;
+  actor_key_id: string | null;
+}
+
+export interface RefundsTable {
+  id: Generated<string>;
+  organization_id: string;
+  agent: string;
+  spend_id: string;
+  amount: Uint256;
+  restored_daily: Uint256;
+  restored_monthly: Uint256;
+  reason: string | null;
+  actor_key_id: string | null;
+  created_at: Timestamp;
+}
+
+export interface PoliciesTable {
+  organization_id: string;
+  /** '' for the organization's default policy. */
+  agent: string;
+  version: number;
+  /** null: the policy was deleted in this version. */
+  rules: Json | null;
+  actor_key_id: string | null;
+  created_at: Timestamp;
+}
+
+export interface DecisionsTable {
+  id: Generated<string>;
+  organization_id: string;
+  agent: string;
+  amount: Uint256;
+  asset: string;
+  counterparty: string | null;
+  category: string | null;
+  context: Json | null;
+  decision: 'allow' | 'deny' | 'review';
+  reasons: Json;
+  /** What the decision saw: score, confidence, sanctions and list, budget, policy version and rule, model version. */
+  facts: Json;
+  authorization_id: string | null;
+  approval_id: string | null;
+  actor_key_id: string | null;
+  request_id: string | null;
+  created_at: Timestamp;
+}
+
+export type ApprovalStatus = 'pending' | 'approved' | 'denied' | 'expired' | 'redeemed';
+
+export interface ApprovalsTable {
+  id: Generated<string>;
+  organization_id: string;
+  agent: string;
+  decision_id: string;
+  amount: Uint256;
+  asset: string;
+  counterparty: string | null;
+  category: string | null;
+  status: ApprovalStatus;
+  authorization_id: string | null;
+  requested_by_key_id: string | null;
+  decided_by_key_id: string | null;
+  note: string | null;
+  expires_at: Timestamp;
+  decided_at: Timestamp | null;
+  redeemed_at: Timestamp | null;
+  redeemed_decision_id: string | null;
   created_at: Timestamp;
 }
 
@@ -212,11 +316,20 @@ export interface DB {
   organizations: OrganizationsTable;
   audit_log: AuditLogTable;
   audit_heads: AuditHeadsTable;
+  authorizations: AuthorizationsTable;
+  refunds: RefundsTable;
+  policies: PoliciesTable;
+  decisions: DecisionsTable;
+  approvals: ApprovalsTable;
 }
 
 export type AgentRow = Selectable<AgentsTable>;
 export type NewAgent = Insertable<AgentsTable>;
 export type AgentUpdate = Updateable<AgentsTable>;
 export type BudgetRow = Selectable<BudgetsTable>;
+export type AuthorizationRow = Selectable<AuthorizationsTable>;
+export type SpendRow = Selectable<SpendsTable>;
+export type DecisionRow = Selectable<DecisionsTable>;
+export type ApprovalRow = Selectable<ApprovalsTable>;
 export type TransactionRow = Selectable<TransactionsTable>;
 export type IdempotencyRow = Selectable<IdempotencyKeysTable>;

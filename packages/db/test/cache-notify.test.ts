@@ -13,7 +13,7 @@ const triggers = async () =>
   (
     await sql<{
       name: string;
-    }>`SELECT tgname AS name FROM pg_trigger WHERE NOT tgisinternal AND tgname LIKE '%notify_cache%' ORDER BY 1`.execute(
+    }>`SELECT tgname AS name FROM pg_trigger WHERE NOT tgisinternal AND (tgname LIKE 'agents_notify_cache%' OR tgname LIKE 'budgets_notify_cache%') ORDER BY 1`.execute(
       database.db,
     )
   ).rows.map((r) => r.name);

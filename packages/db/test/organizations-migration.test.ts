@@ -76,7 +76,7 @@ describe('migration 20261126000000-organizations', () => {
       ('k3', 'admin', 'h3', ARRAY['admin'])`.execute(database.db);
     const before = await contents();
 
-    const up = await migrator.migrateToLatest();
+    const up = await migrator.migrateTo('20261126000000-organizations');
     expect(up.error).toBeUndefined();
     expect(await contents()).toEqual(before);
 
@@ -110,5 +110,10 @@ describe('migration 20261126000000-organizations', () => {
     expect((await migrator.migrateTo('20261125020000-transaction-chain-status')).error).toBeUndefined();
     expect(await contents()).toEqual(before);
     expect((await migrator.migrateToLatest()).error).toBeUndefined();
+    // The later migrations keep the rows too: the spends are still there, in their windows.
+    const spends = await sql<{ n: number }>`SELECT count(*)::int AS n FROM spends WHERE day_start IS NOT NULL`.execute(
+      database.db,
+    );
+    expect(spends.rows).toEqual([{ n: 2 }]);
   });
 });

@@ -92,6 +92,13 @@ export const jobs = {
     result: z.object({ scored: z.number().int(), updated: z.number().int(), worker: z.string() }),
     options: { keepCompletedSeconds: 600, keepCount: 1000 },
   }),
+  expireHolds: defineJob({
+    name: 'maintenance.expire-holds',
+    queue: 'maintenance',
+    payload: z.object({}),
+    result: z.object({ expired: z.number().int() }),
+    options: { keepCompletedSeconds: 3600, keepCount: 100 },
+  }),
   purgeIdempotency: defineJob({
     name: 'maintenance.purge-idempotency',
     queue: 'maintenance',

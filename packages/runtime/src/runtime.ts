@@ -177,6 +177,7 @@ export async function createRuntime(config: Config, overrides: RuntimeOverrides 
       ...checksOptions(config),
       recomputeChunkSize: config.RECOMPUTE_CHUNK_SIZE,
       txFutureSkewMs: config.TX_FUTURE_SKEW_MS,
+      approvalTtlMs: config.APPROVAL_TTL_MS,
       scoreTransactions: scoreTransactions(config),
       txRecheckIntervalMs: config.TX_RECHECK_INTERVAL_MS,
       refreshDelayMs: overrides.refreshDelayMs,
@@ -216,6 +217,10 @@ export async function createRuntime(config: Config, overrides: RuntimeOverrides 
       await jobs
         .every(jobsRegistry.purgeIdempotency, {}, config.IDEMPOTENCY_PURGE_INTERVAL_MS)
         .catch((err) => logger.warn({ err }, 'the idempotency purge could not be scheduled; retried at next start'));
+      // Holds past their time give back what they reserve.
+      await jobs
+        .every(jobsRegistry.expireHolds, {}, config.HOLD_SWEEP_INTERVAL_MS)
+        .catch((err) => logger.warn({ err }, 'the expiry of holds could not be scheduled; retried at next start'));
       // Transactions whose check was lost (Redis away when recorded, a restart) or may still change.
       if (config.CHAIN_RPC_URL) {
         await jobs

@@ -31,7 +31,17 @@ export const agent = z
   .meta({ id: 'Agent' });
 export type Agent = z.infer<typeof agent>;
 
-export const agentScore = z.object({ score: scoreValue, grade: gradeValue, color: colorValue });
+export const scoreConfidence = {
+  confidence: z.number().min(0).max(1).meta({
+    description:
+      'How much the score can be relied on, 0–1: counted transactions n/(n+10) × days known/30 (at most 1); docs/api.md',
+  }),
+  state: z.enum(['established', 'insufficient_history']).meta({
+    description: 'insufficient_history: fewer than 5 counted transactions or known for less than 7 days',
+  }),
+};
+
+export const agentScore = z.object({ score: scoreValue, grade: gradeValue, color: colorValue, ...scoreConfidence });
 
 /** How deep metadata may nest (objects and arrays). */
 export const METADATA_MAX_DEPTH = 32;
@@ -51,7 +61,7 @@ export function nestsAtMost(value: unknown, max: number): boolean {
   return true;
 }
 
-const metadataObject = z.record(z.string().max(64), z.unknown()).superRefine((value, ctx) => {
+export const metadataObject = z.record(z.string().max(64), z.unknown()).superRefine((value, ctx) => {
   // Checked first, so that the checks below never see a value too deep to serialize.
   if (!nestsAtMost(value, METADATA_MAX_DEPTH)) {
     ctx.addIssue({ code: 'custom', message: `metadata must not nest deeper than ${METADATA_MAX_DEPTH} levels` });

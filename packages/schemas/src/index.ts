@@ -1,6 +1,7 @@
 export * from './agents.ts';
 export * from './budgets.ts';
 export * from './checks.ts';
+export * from './decisions.ts';
 export * from './envelope.ts';
 export * from './jobs.ts';
 export * from './keys.ts';

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { scoreConfidence } from './agents.ts';
 import { amount, colorValue, gradeValue, scoreValue } from './primitives.ts';
 
 const ratio = z.number().min(0).max(1);
@@ -30,6 +31,7 @@ export const scoreBreakdown = z
     grade: gradeValue,
     color: colorValue,
     currentScore: scoreValue.meta({ description: 'The stored score (what GET /api/agents/:address/score returns)' }),
+    ...scoreConfidence,
     factors,
     counted: z
       .object({

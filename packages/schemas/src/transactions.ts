@@ -70,3 +70,13 @@ export const transactionStats = z
   })
   .meta({ id: 'TransactionStats' });
 export type TransactionStats = z.infer<typeof transactionStats>;
+
+export const transactionList = z.object({
+  transactions: z.array(transactionRecord),
+  nextCursor: z.string().nullable(),
+});
+
+export const listTransactionsQuery = z.strictObject({
+  limit: z.coerce.number().int().min(1).max(1000).default(100),
+  cursor: z.string().max(512).optional(),
+});

@@ -28,9 +28,21 @@ export const ROUTES_WITHOUT_BODY: ReadonlySet<string> = new Set([
   'GET /api/agents/:address/score',
   'GET /api/agents/:address/score-history',
   'GET /api/agents/:address/verifications',
+  'GET /api/agents/:address/policy',
+  'GET /api/agents/:address/policy/versions',
+  'DELETE /api/agents/:address/policy',
+  'GET /api/approvals',
+  'GET /api/approvals/:id',
+  'GET /api/decisions/:id',
+  'GET /api/policies/default',
+  'GET /api/policies/default/versions',
+  'DELETE /api/policies/default',
   'GET /api/audit',
   'GET /api/audit/export',
   'GET /api/budgets/:address',
+  'GET /api/budgets/:address/authorizations',
+  'GET /api/budgets/:address/authorizations/:id',
+  'GET /api/budgets/:address/spends',
   'GET /api/jobs/:id',
   'GET /api/keys',
   'DELETE /api/keys/:id',
@@ -38,6 +50,7 @@ export const ROUTES_WITHOUT_BODY: ReadonlySet<string> = new Set([
   'GET /api/organizations/:id',
   'GET /api/scores/agents',
   'GET /api/scores/:address',
+  'GET /api/transactions/:address',
   'GET /api/transactions/:address/stats',
 ]);
 
@@ -99,7 +112,41 @@ export async function fuzzTarget(
   const agent = await createAgentWithBudget(t.app, { dailyLimit: max, monthlyLimit: max, perTxLimit: '1000000000000' });
   const observed = randomAddress();
   await recordTx(t.app, observed);
-  return { t, routes: collector.routes, fixtures: { agent, observed, adminKey } };
+  // An accepted spend and a hold, for the routes that name them.
+  const spent = await t.app.inject({ method: 'POST', url: `/api/budgets/${agent}/spend`, payload: { amount: '7' } });
+  const held = await t.app.inject({
+    method: 'POST',
+    url: `/api/budgets/${agent}/authorizations`,
+    payload: { amount: '9', expiresIn: 86_400 },
+  });
+  // A review waiting for its approval: a policy that reviews big amounts, and a decision on one.
+  const policy = await t.app.inject({
+    method: 'PUT',
+    url: `/api/agents/${agent}/policy`,
+    payload: {
+      rules: [
+        { name: 'big', action: 'review', when: { amountAbove: '100' } },
+        { name: 'rest', action: 'allow' },
+      ],
+    },
+  });
+  const reviewed = await t.app.inject({ method: 'POST', url: '/api/decisions', payload: { agent, amount: '500' } });
+  if (spent.statusCode !== 200 || held.statusCode !== 201 || policy.statusCode !== 200 || reviewed.statusCode !== 200) {
+    throw new Error(`fixtures: ${spent.body} ${held.body} ${policy.body} ${reviewed.body}`);
+  }
+  return {
+    t,
+    routes: collector.routes,
+    fixtures: {
+      agent,
+      observed,
+      adminKey,
+      spendId: spent.json().data.spendId,
+      authorizationId: held.json().data.authorizationId,
+      decisionId: reviewed.json().data.decisionId,
+      approvalId: reviewed.json().data.approvalId,
+    },
+  };
 }
 
 /** Data of the app the fuzzer mixes into its requests so that some of them are valid. */
@@ -112,6 +159,12 @@ export interface FuzzFixtures {
   /** A finished job's id and an API key's id, for the routes that take an `:id`. */
   jobId?: string;
   keyId?: string;
+  /** A hold of the agent and an accepted spend of it, for the routes that take their ids. */
+  authorizationId?: string;
+  spendId?: string;
+  /** A decision that asked for review, and its approval (pending). */
+  decisionId?: string;
+  approvalId?: string;
 }
 
 /** JSON text written as is: numbers JSON.stringify cannot produce (1e400, 2^300, -0), deep nesting. */
@@ -251,6 +304,43 @@ function addressLike(fx: FuzzFixtures) {
   );
 }
 
+/** Values for an asset field: the default, CAIP-19 ids (some malformed), anything. */
+const assetLike = fc.oneof(
+  { weight: 3, arbitrary: fc.constantFrom('', 'eip155:8453/erc20:0x833589fcd6edb6e08f4c7c32d4f71b54bda02913') },
+  { weight: 1, arbitrary: fc.constantFrom('USDC', 'eip155:8453', 'eip155:8453/erc20:', 'a:b/c:d', 'x'.repeat(300)) },
+  { weight: 1, arbitrary: nastyValue },
+);
+
+/** A policy body close to a valid one: rules with conditions, some of them hostile. */
+function policyTemplate(addr: fc.Arbitrary<unknown>, amount: fc.Arbitrary<unknown>) {
+  const condition = fc.record(
+    {
+      counterpartyIn: fc.oneof(fc.array(addr, { maxLength: 3 }), nastyValue),
+      amountAbove: amount,
+      agentScoreBelow: fc.oneof(fc.integer({ min: -1, max: 1001 }), nastyNumber),
+      agentGradeAtLeast: fc.oneof(fc.constantFrom('AAA', 'B', 'Z'), nastyValue),
+      timeWindow: fc.oneof(
+        fc.constant({ days: ['mon', 'fri'], from: '09:00', to: '17:00', timeZone: 'Europe/Paris' }),
+        fc.constant({ from: '25:00', timeZone: 'Mars/Olympus' }),
+        nastyValue,
+      ),
+      velocity: fc.oneof(fc.record({ max: fc.integer({ min: 0, max: 10 }), windowSeconds: fc.integer() }), nastyValue),
+      counterpartyCap: fc.oneof(fc.record({ amount, windowSeconds: fc.integer({ min: 0, max: 10_000 }) }), nastyValue),
+      anomalyRiskAtLeast: fc.oneof(fc.constantFrom('HIGH', 'EXTREME'), nastyValue),
+    },
+    { requiredKeys: [] },
+  );
+  const rule = fc.record(
+    {
+      name: fc.oneof(fc.string({ minLength: 1, maxLength: 10 }), nastyValue),
+      action: fc.oneof(fc.constantFrom('allow', 'deny', 'review', 'maybe'), nastyValue),
+      when: fc.oneof(condition, nastyValue),
+    },
+    { requiredKeys: ['name', 'action'] },
+  );
+  return fc.record({ rules: fc.oneof(fc.array(rule, { maxLength: 4 }), nastyValue) });
+}
+
 /** The fuzz table's body templates: for each route that takes a body, one close to what it expects. */
 function bodyTemplates(fx: FuzzFixtures): Record<string, fc.Arbitrary<Record<string, unknown>>> {
   const addr = addressLike(fx);
@@ -288,11 +378,30 @@ function bodyTemplates(fx: FuzzFixtures): Record<string, fc.Arbitrary<Record<str
       fc.record({ agents: nastyValue, scores: nastyValue, reasons: nastyValue }),
     ),
     'POST /api/budgets/:address/set': fc.record(
-      { dailyLimit: amount, monthlyLimit: amount, perTxLimit: amount },
+      { dailyLimit: amount, monthlyLimit: amount, perTxLimit: amount, asset: assetLike },
       { requiredKeys: [] },
     ),
-    'POST /api/budgets/:address/check': fc.record({ amount }),
-    'POST /api/budgets/:address/spend': fc.record({ amount }),
+    'POST /api/budgets/:address/check': fc.record({ amount, asset: assetLike }, { requiredKeys: ['amount'] }),
+    'POST /api/budgets/:address/spend': fc.record(
+      { amount, asset: assetLike, counterparty: addr },
+      { requiredKeys: ['amount'] },
+    ),
+    'POST /api/budgets/:address/authorizations': fc.record(
+      {
+        amount,
+        asset: assetLike,
+        counterparty: addr,
+        expiresIn: fc.oneof(fc.integer({ min: -5, max: 40 * 86_400 }), nastyNumber),
+        metadata: fc.oneof(fc.jsonValue({ maxDepth: 3 }), deep, nastyValue),
+      },
+      { requiredKeys: ['amount'] },
+    ),
+    'POST /api/budgets/:address/authorizations/:id/capture': fc.record({ amount }, { requiredKeys: [] }),
+    'POST /api/budgets/:address/authorizations/:id/void': fc.oneof(fc.constant({}), fc.record({ amount })),
+    'POST /api/budgets/:address/spends/:spendId/refund': fc.record(
+      { amount, reason: fc.oneof(fc.string({ maxLength: 20 }), nastyValue) },
+      { requiredKeys: [] },
+    ),
     'POST /api/transactions/record': fc.record(
       {
         agent: addr,
@@ -344,6 +453,30 @@ function bodyTemplates(fx: FuzzFixtures): Record<string, fc.Arbitrary<Record<str
       },
       { requiredKeys: ['name', 'scopes'] },
     ),
+    'POST /api/decisions': fc.record(
+      {
+        agent: addr,
+        amount,
+        asset: assetLike,
+        counterparty: addr,
+        category: fc.oneof(fc.constantFrom('compute', 'data', ''), nastyValue),
+        context: fc.oneof(fc.jsonValue({ maxDepth: 3 }), deep, nastyValue),
+        hold: fc.oneof(fc.boolean(), nastyValue),
+        expiresIn: fc.oneof(fc.integer({ min: -5, max: 40 * 86_400 }), nastyNumber),
+        approvalId: fc.oneof(fc.constantFrom('1', '0', '99999999999999999999'), nastyValue),
+      },
+      { requiredKeys: ['agent', 'amount'] },
+    ),
+    'POST /api/approvals/:id/approve': fc.record(
+      { note: fc.oneof(fc.string({ maxLength: 20 }), nastyValue), expiresIn: fc.oneof(fc.integer(), nastyNumber) },
+      { requiredKeys: [] },
+    ),
+    'POST /api/approvals/:id/deny': fc.record(
+      { note: fc.oneof(fc.string({ maxLength: 20 }), nastyValue) },
+      { requiredKeys: [] },
+    ),
+    'PUT /api/agents/:address/policy': policyTemplate(addr, amount),
+    'PUT /api/policies/default': policyTemplate(addr, amount),
     'POST /api/organizations': fc.record(
       {
         id: fc.oneof(
@@ -479,8 +612,16 @@ function paramFor(name: string, fx: FuzzFixtures): fc.Arbitrary<string> {
   const base =
     name === 'address'
       ? addressLike(fx)
-      : name === 'id'
+      : name === 'id' || name === 'spendId'
         ? fc.oneof(
+            fc.constantFrom(
+              fx.authorizationId ?? '1',
+              fx.spendId ?? '1',
+              fx.decisionId ?? '1',
+              fx.approvalId ?? '1',
+              '0',
+              '99999999999999999999',
+            ),
             fc.constant(null).map(() => `scores-${crypto.randomUUID()}`),
             fc.constant(null).map(() => `checks-${crypto.randomUUID()}`),
             fc.constant(null).map(() => hex(8)),
@@ -585,6 +726,12 @@ function validBodies(fx: FuzzFixtures): Record<string, fc.Arbitrary<unknown>> {
     'POST /api/budgets/:address/set': fc.record({ perTxLimit: fc.bigInt({ min: 1n, max: 10n ** 12n }).map(String) }),
     'POST /api/budgets/:address/check': fc.record({ amount }),
     'POST /api/budgets/:address/spend': fc.record({ amount }),
+    'POST /api/budgets/:address/authorizations': fc.record({ amount }),
+    'POST /api/budgets/:address/authorizations/:id/capture': fc.record({}),
+    'POST /api/budgets/:address/authorizations/:id/void': fc.constant({}),
+    'POST /api/budgets/:address/spends/:spendId/refund': fc.record({
+      amount: fc.bigInt({ min: 1n, max: 10n }).map(String),
+    }),
     'POST /api/transactions/record': fc.record({
       agent: fc.oneof(fc.constant(fx.agent), newAddress),
       txHash: fc.constant(null).map(() => `0x${hex(32)}`),
@@ -609,6 +756,21 @@ function validBodies(fx: FuzzFixtures): Record<string, fc.Arbitrary<unknown>> {
     }),
     'POST /api/keys': fc.record({ name: fc.constant('fuzz'), scopes: fc.constant(['read']) }),
     'POST /api/organizations': fc.record({ name: fc.constant('fuzz organization') }),
+    'POST /api/decisions': fc.record({
+      agent: fc.constant(fx.agent),
+      amount,
+      hold: fc.boolean(),
+      category: fc.constantFrom('compute', 'data'),
+    }),
+    'POST /api/approvals/:id/approve': fc.constant({}),
+    'POST /api/approvals/:id/deny': fc.constant({ note: 'fuzz' }),
+    'PUT /api/agents/:address/policy': fc.constant({
+      rules: [
+        { name: 'review-big', action: 'review', when: { amountAbove: '1000000000' } },
+        { name: 'rest', action: 'allow' },
+      ],
+    }),
+    'PUT /api/policies/default': fc.constant({ rules: [{ name: 'all', action: 'allow' }] }),
     'PATCH /api/organizations/:id': fc.record({ name: fc.constantFrom('Default organization', 'Renamed') }),
   };
 }
@@ -635,7 +797,15 @@ function validRequest(route: FuzzRoute, fx: FuzzFixtures): fc.Arbitrary<FuzzRequ
           ? fx.keyId
           : route.url.startsWith('/api/organizations/')
             ? 'default'
-            : undefined;
+            : route.url.includes('/authorizations/')
+              ? fx.authorizationId
+              : route.url.includes('/spends/')
+                ? fx.spendId
+                : route.url.startsWith('/api/decisions/')
+                  ? fx.decisionId
+                  : route.url.startsWith('/api/approvals/')
+                    ? fx.approvalId
+                    : undefined;
       const path = route.url.replace(/:(\w+)|\*/g, (_, name) =>
         name === 'address' ? fx.agent : name ? (id ?? hex(8)) : 'index.html',
       );
@@ -696,8 +866,16 @@ const SNAPSHOT_TABLES: Record<string, string> = {
   budgets: 'SELECT * FROM budgets',
   // What a refusal must never change, even where it may touch the budget's bookkeeping.
   budget_counters:
-    'SELECT agent, daily_limit, monthly_limit, per_tx_limit, daily_spent, monthly_spent, day_start, month_start FROM budgets',
+    'SELECT organization_id, agent, asset, daily_limit, monthly_limit, per_tx_limit, daily_spent, monthly_spent, daily_held, monthly_held, day_start, month_start FROM budgets',
   spends: 'SELECT * FROM spends',
+  authorizations: 'SELECT * FROM authorizations',
+  refunds: 'SELECT * FROM refunds',
+  decisions: 'SELECT * FROM decisions',
+  approvals: 'SELECT * FROM approvals',
+  policies: 'SELECT * FROM policies',
+  organizations: 'SELECT * FROM organizations',
+  audit_log: 'SELECT * FROM audit_log',
+  audit_heads: 'SELECT * FROM audit_heads',
   transactions: 'SELECT * FROM transactions',
   score_events: 'SELECT * FROM score_events',
   idempotency_keys: 'SELECT * FROM idempotency_keys',
@@ -800,10 +978,10 @@ export async function fuzzRoutes(
         code = undefined;
       }
       const expected = { ...before };
+      // A route that honours Idempotency-Key stores its refusal for replay.
       const storedAnswer =
         req.headers['idempotency-key'] !== undefined &&
         req.method === 'POST' &&
-        ['/api/budgets/:address/spend', '/api/transactions/record'].includes(req.route.url) &&
         after.idempotency_keys?.rows === (before.idempotency_keys?.rows ?? 0) + 1;
       if (storedAnswer && after.idempotency_keys) expected.idempotency_keys = after.idempotency_keys;
       if (code === 'BUDGET_EXCEEDED') {
@@ -819,6 +997,10 @@ export async function fuzzRoutes(
         if (after.spends) expected.spends = after.spends;
         // Only last_refusal and updated_at may move; limits, counters and windows may not.
         if (after.budgets) expected.budgets = after.budgets;
+        // The refusal is in the organization's audit log: one more entry.
+        expect(after.audit_log?.rows, label).toBe((before.audit_log?.rows ?? 0) + 1);
+        if (after.audit_log) expected.audit_log = after.audit_log;
+        if (after.audit_heads) expected.audit_heads = after.audit_heads;
       }
       expect(after, `${label} → ${res.statusCode} ${code} changed the database`).toEqual(expected);
     }),

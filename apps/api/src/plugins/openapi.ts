@@ -246,7 +246,11 @@ export const openapiPlugin = fp(
         },
         tags: [
           { name: 'agents', description: 'Registry, scores and grades' },
-          { name: 'budgets', description: 'Spending limits and the atomic check-and-debit' },
+          {
+            name: 'budgets',
+            description: 'Spending limits, the atomic check-and-debit, holds, refunds and the ledger',
+          },
+          { name: 'decisions', description: 'One answer at the moment of payment: policies, decisions and approvals' },
           { name: 'transactions', description: 'The transaction ledger and its statistics' },
           { name: 'scores', description: 'The score model' },
           { name: 'verification', description: 'Verification runs and sanctions screening' },

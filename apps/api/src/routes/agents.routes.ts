@@ -9,6 +9,10 @@ import {
   jobAccepted,
   listQuery,
   ownerBody,
+  policy,
+  policyBody,
+  policyQuery,
+  policyVersions,
   registerBody,
   scoreChange,
   scoreHistory,
@@ -118,6 +122,54 @@ export const agentsRoutes: FastifyPluginAsyncZod<{ services: Services }> = async
       response: responses({ 200: agent }, [403, 404, 413, 415, 422]),
     },
     handler: async (req) => ok(await services.agents.setOwner(actorOf(req), req.params.address, req.body.owner)),
+  });
+
+  app.get('/api/agents/:address/policy', {
+    schema: {
+      operationId: 'getAgentPolicy',
+      tags: ['decisions'],
+      summary: 'The organization’s policy for this agent (?version= for an earlier one)',
+      params: agentParams,
+      querystring: policyQuery,
+      response: responses({ 200: policy }, [404]),
+    },
+    handler: async (req) => ok(await services.policies.get(actorOf(req), req.params.address, req.query.version)),
+  });
+
+  app.get('/api/agents/:address/policy/versions', {
+    schema: {
+      operationId: 'listAgentPolicyVersions',
+      tags: ['decisions'],
+      summary: 'Every version of the organization’s policy for this agent, newest first',
+      params: agentParams,
+      response: responses({ 200: policyVersions }, [404]),
+    },
+    handler: async (req) => ok(await services.policies.versions(actorOf(req), req.params.address)),
+  });
+
+  app.put('/api/agents/:address/policy', {
+    config: { scope: 'manage' },
+    schema: {
+      operationId: 'setAgentPolicy',
+      tags: ['decisions'],
+      summary: 'Replace the organization’s policy for this agent (a new version): ordered rules, first match wins',
+      params: agentParams,
+      body: policyBody,
+      response: responses({ 200: policy }, [404, 413, 415]),
+    },
+    handler: async (req) => ok(await services.policies.put(actorOf(req), req.params.address, req.body)),
+  });
+
+  app.delete('/api/agents/:address/policy', {
+    config: { scope: 'manage' },
+    schema: {
+      operationId: 'deleteAgentPolicy',
+      tags: ['decisions'],
+      summary: 'Delete the organization’s policy for this agent (the default policy applies again)',
+      params: agentParams,
+      response: responses({ 200: policy }, [404]),
+    },
+    handler: async (req) => ok(await services.policies.remove(actorOf(req), req.params.address)),
   });
 
   app.get('/api/agents/:address/verifications', {

@@ -1,21 +1,44 @@
 import type { Services } from '@vouch/core';
-import { agentParams, amountBody, budget, budgetCheck, setBudgetBody, spendResult } from '@vouch/schemas';
+import {
+  agentParams,
+  amountBody,
+  assetQuery,
+  authorization,
+  authorizationList,
+  authorizationParams,
+  authorizationResult,
+  authorizeBody,
+  budget,
+  budgetCheck,
+  captureBody,
+  captureResult,
+  listAuthorizationsQuery,
+  listSpendsQuery,
+  refundBody,
+  refundResult,
+  setBudgetBody,
+  spendList,
+  spendParams,
+  spendResult,
+} from '@vouch/schemas';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
+import { z } from 'zod';
 import { bypassesCache, ok, responses } from '../http.ts';
 import { idempotencyHeaders, idempotent } from '../idempotency.ts';
 import { actorOf } from '../plugins/auth.ts';
 
-/** `/api/budgets`: limits, checks and atomic spends. */
+/** `/api/budgets`: limits, checks, atomic spends, holds (authorize → capture/void), refunds and the ledger. */
 export const budgetsRoutes: FastifyPluginAsyncZod<{ services: Services }> = async (app, { services }) => {
   app.get('/api/budgets/:address', {
     schema: {
       operationId: 'getBudget',
       tags: ['budgets'],
-      summary: 'Limits and what has been spent in the current UTC day and month',
+      summary: 'Limits, and what is spent and held in the current UTC day and month (?asset= for a per-asset budget)',
       params: agentParams,
+      querystring: assetQuery,
       response: responses({ 200: budget }, [404]),
     },
-    handler: async (req) => ok(await services.budgets.get(actorOf(req), req.params.address)),
+    handler: async (req) => ok(await services.budgets.get(actorOf(req), req.params.address, req.query.asset)),
   });
 
   app.post('/api/budgets/:address/set', {
@@ -43,9 +66,7 @@ export const budgetsRoutes: FastifyPluginAsyncZod<{ services: Services }> = asyn
       response: responses({ 200: budgetCheck }, [404, 413, 415]),
     },
     handler: async (req) =>
-      ok(
-        await services.budgets.check(actorOf(req), req.params.address, req.body.amount, { fresh: bypassesCache(req) }),
-      ),
+      ok(await services.budgets.check(actorOf(req), req.params.address, req.body, { fresh: bypassesCache(req) })),
   });
 
   app.post('/api/budgets/:address/spend', {
@@ -61,7 +82,136 @@ export const budgetsRoutes: FastifyPluginAsyncZod<{ services: Services }> = asyn
     },
     handler: async (req, reply) =>
       idempotent(services, req, reply, (executor, afterCommit) =>
-        services.budgets.spend(actorOf(req), req.params.address, req.body.amount, executor, afterCommit),
+        services.budgets.spend(actorOf(req), req.params.address, req.body, executor, afterCommit),
+      ),
+  });
+
+  app.post('/api/budgets/:address/authorizations', {
+    config: { scope: 'spend' },
+    schema: {
+      operationId: 'authorize',
+      tags: ['budgets'],
+      summary: 'Hold an amount against every limit (atomic) until it is captured, voided or expires',
+      params: agentParams,
+      body: authorizeBody,
+      headers: idempotencyHeaders,
+      response: responses({ 201: authorizationResult }, [404, 409, 413, 415, 422]),
+    },
+    handler: async (req, reply) =>
+      idempotent(
+        services,
+        req,
+        reply,
+        (executor, afterCommit) =>
+          services.authorizations.authorize(actorOf(req), req.params.address, req.body, executor, afterCommit),
+        () => 201,
+      ),
+  });
+
+  app.get('/api/budgets/:address/authorizations', {
+    schema: {
+      operationId: 'listAuthorizations',
+      tags: ['budgets'],
+      summary: 'The agent’s holds in this organization, newest first (paginated, filter by status)',
+      params: agentParams,
+      querystring: listAuthorizationsQuery,
+      response: responses({ 200: authorizationList }, []),
+    },
+    handler: async (req) => ok(await services.authorizations.list(actorOf(req), req.params.address, req.query)),
+  });
+
+  app.get('/api/budgets/:address/authorizations/:id', {
+    schema: {
+      operationId: 'getAuthorization',
+      tags: ['budgets'],
+      summary: 'A hold and its state',
+      params: authorizationParams,
+      response: responses({ 200: authorization }, [404]),
+    },
+    handler: async (req) => ok(await services.authorizations.get(actorOf(req), req.params.address, req.params.id)),
+  });
+
+  app.post('/api/budgets/:address/authorizations/:id/capture', {
+    config: { scope: 'spend' },
+    schema: {
+      operationId: 'capture',
+      tags: ['budgets'],
+      summary: 'Spend all or part of a hold (at most what it holds); the rest is released',
+      params: authorizationParams,
+      body: captureBody.nullish(),
+      headers: idempotencyHeaders,
+      response: responses({ 200: captureResult }, [404, 409, 413, 415, 422]),
+    },
+    handler: async (req, reply) =>
+      idempotent(services, req, reply, (executor, afterCommit) =>
+        services.authorizations.capture(
+          actorOf(req),
+          req.params.address,
+          req.params.id,
+          req.body ?? {},
+          executor,
+          afterCommit,
+        ),
+      ),
+  });
+
+  app.post('/api/budgets/:address/authorizations/:id/void', {
+    config: { scope: 'spend' },
+    schema: {
+      operationId: 'void',
+      tags: ['budgets'],
+      summary: 'Release a hold without spending it',
+      params: authorizationParams,
+      body: z.strictObject({}).nullish(),
+      headers: idempotencyHeaders,
+      response: responses({ 200: authorization }, [404, 409, 413, 415]),
+    },
+    handler: async (req, reply) =>
+      idempotent(services, req, reply, (executor, afterCommit) =>
+        services.authorizations.void(actorOf(req), req.params.address, req.params.id, executor, afterCommit),
+      ),
+  });
+
+  app.get('/api/budgets/:address/spends', {
+    schema: {
+      operationId: 'listSpends',
+      tags: ['budgets'],
+      summary: 'The ledger: spends, captures and refused attempts in this organization, newest first (paginated)',
+      params: agentParams,
+      querystring: listSpendsQuery,
+      response: responses({ 200: spendList }, [404]),
+    },
+    handler: async (req) => ok(await services.budgets.listSpends(actorOf(req), req.params.address, req.query)),
+  });
+
+  app.post('/api/budgets/:address/spends/:spendId/refund', {
+    // Giving budget back is the budget's manager's, not a spender's: a spend key could otherwise refund and spend again.
+    config: { scope: 'manage' },
+    schema: {
+      operationId: 'refund',
+      tags: ['budgets'],
+      summary:
+        'Refund all or part of a spend; the budget gets it back in the windows the spend counted in, while current',
+      params: spendParams,
+      body: refundBody.nullish(),
+      headers: idempotencyHeaders,
+      response: responses({ 201: refundResult }, [404, 409, 413, 415, 422]),
+    },
+    handler: async (req, reply) =>
+      idempotent(
+        services,
+        req,
+        reply,
+        (executor, afterCommit) =>
+          services.budgets.refund(
+            actorOf(req),
+            req.params.address,
+            req.params.spendId,
+            req.body ?? {},
+            executor,
+            afterCommit,
+          ),
+        () => 201,
       ),
   });
 };

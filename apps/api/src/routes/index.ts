@@ -1,11 +1,14 @@
 import type { Services } from '@vouch/core';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { agentsRoutes } from './agents.routes.ts';
+import { approvalsRoutes } from './approvals.routes.ts';
 import { auditRoutes } from './audit.routes.ts';
 import { budgetsRoutes } from './budgets.routes.ts';
+import { decisionsRoutes } from './decisions.routes.ts';
 import { jobsRoutes } from './jobs.routes.ts';
 import { keysRoutes } from './keys.routes.ts';
 import { organizationsRoutes } from './organizations.routes.ts';
+import { policiesRoutes } from './policies.routes.ts';
 import { scoresRoutes } from './scores.routes.ts';
 import { transactionsRoutes } from './transactions.routes.ts';
 import { verifyRoutes } from './verify.routes.ts';
@@ -17,11 +20,14 @@ import { verifyRoutes } from './verify.routes.ts';
  */
 export const apiRoutes: ReadonlyArray<{ prefix: string; plugin: FastifyPluginAsyncZod<{ services: Services }> }> = [
   { prefix: '/api/agents', plugin: agentsRoutes },
+  { prefix: '/api/approvals', plugin: approvalsRoutes },
   { prefix: '/api/audit', plugin: auditRoutes },
   { prefix: '/api/budgets', plugin: budgetsRoutes },
+  { prefix: '/api/decisions', plugin: decisionsRoutes },
   { prefix: '/api/jobs', plugin: jobsRoutes },
   { prefix: '/api/keys', plugin: keysRoutes },
   { prefix: '/api/organizations', plugin: organizationsRoutes },
+  { prefix: '/api/policies', plugin: policiesRoutes },
   { prefix: '/api/scores', plugin: scoresRoutes },
   { prefix: '/api/transactions', plugin: transactionsRoutes },
   { prefix: '/api/verify', plugin: verifyRoutes },

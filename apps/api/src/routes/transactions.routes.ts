@@ -1,5 +1,12 @@
 import type { Services } from '@vouch/core';
-import { agentParams, recordBody, transactionRecord, transactionStats } from '@vouch/schemas';
+import {
+  agentParams,
+  listTransactionsQuery,
+  recordBody,
+  transactionList,
+  transactionRecord,
+  transactionStats,
+} from '@vouch/schemas';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { ok, responses } from '../http.ts';
 import { idempotencyHeaders, idempotent } from '../idempotency.ts';
@@ -7,6 +14,18 @@ import { actorOf } from '../plugins/auth.ts';
 
 /** `/api/transactions`: the ledger of recorded transactions. */
 export const transactionsRoutes: FastifyPluginAsyncZod<{ services: Services }> = async (app, { services }) => {
+  app.get('/api/transactions/:address', {
+    schema: {
+      operationId: 'listTransactions',
+      tags: ['transactions'],
+      summary: 'The agent’s recorded transactions, newest recorded first (paginated)',
+      params: agentParams,
+      querystring: listTransactionsQuery,
+      response: responses({ 200: transactionList }, [404]),
+    },
+    handler: async (req) => ok(await services.transactions.list(req.params.address, req.query)),
+  });
+
   app.get('/api/transactions/:address/stats', {
     schema: {
       operationId: 'getTransactionStats',

@@ -8,9 +8,42 @@ export function findAgent(db: Executor, address: string): Promise<AgentRow | und
   return db.selectFrom('agents').selectAll().where('address', '=', address).executeTakeFirst();
 }
 
-export async function findScore(db: Executor, address: string): Promise<number | undefined> {
-  const row = await db.selectFrom('agents').select('score').where('address', '=', address).executeTakeFirst();
-  return row?.score;
+/** What a score answer needs: the score, and what its confidence rests on (the transactions the model counts, the age). */
+export interface Standing {
+  score: number;
+  evidence: number;
+  firstSeenAt: Date;
+  isRegistered: boolean;
+  owner: string | null;
+}
+
+/** The agent's standing, in one statement; `verifiedOnly`: count only transactions verified on the chain. */
+export async function findStanding(
+  db: Executor,
+  address: string,
+  verifiedOnly: boolean,
+): Promise<Standing | undefined> {
+  const counted = verifiedOnly ? sql`AND t.chain_status = 'verified'` : sql``;
+  const result = await sql<{
+    score: number;
+    evidence: number;
+    first_seen_at: Date;
+    is_registered: boolean;
+    owner: string | null;
+  }>`
+    SELECT a.score, a.first_seen_at, a.is_registered, a.owner,
+      (SELECT count(*)::int FROM transactions t WHERE t.agent = a.address ${counted}) AS evidence
+    FROM agents a WHERE a.address = ${address}`.execute(db);
+  const row = result.rows[0];
+  return (
+    row && {
+      score: row.score,
+      evidence: row.evidence,
+      firstSeenAt: new Date(row.first_seen_at),
+      isRegistered: row.is_registered,
+      owner: row.owner,
+    }
+  );
 }
 
 /** The agent with its transaction aggregates, in one round trip. */

@@ -2,8 +2,10 @@ import type { AgentRow, DB, Kysely } from '@vouch/db';
 import type { Agent, ListQuery, RegisterInput, ScoreHistoryQuery, SetScoreInput } from '@vouch/schemas';
 import type { AuditService } from '../audit/audit.service.ts';
 import type { ReadCache } from '../cache/read-cache.ts';
+import { confidenceOf } from '../scores/scores.model.ts';
 import type { Actor } from '../shared/actor.ts';
 import { type Clock, toUnixSeconds } from '../shared/clock.ts';
+import { idCursor, idFromCursor } from '../shared/cursor.ts';
 import {
   AgentAlreadyRegisteredError,
   AgentNotFoundError,
@@ -19,6 +21,8 @@ export interface AgentsDeps {
   clock: Clock;
   audit: AuditService;
   cache?: ReadCache | undefined;
+  /** The score model counts only transactions verified on the chain (SCORE_TRANSACTIONS=verified): so does confidence. */
+  verifiedOnly?: boolean;
 }
 
 /**
@@ -72,13 +76,13 @@ function decodeCursor(cursor: string): repo.ListCursor {
   throw new ValidationError([{ path: 'querystring.cursor', message: 'is not a cursor this service issued' }]);
 }
 
-function decodeEventCursor(cursor: string): string {
-  const id = Buffer.from(cursor, 'base64url').toString('utf8');
-  if (/^[1-9]\d{0,17}$/.test(id)) return id; // within bigint
-  throw new ValidationError([{ path: 'querystring.cursor', message: 'is not a cursor this service issued' }]);
-}
+export function createAgentsService({ db, clock, audit, cache, verifiedOnly = false }: AgentsDeps) {
+  /** The score and what its confidence rests on, through the read cache unless `fresh`. */
+  async function standingOf(address: string, fresh = false, executor: Kysely<DB> = db): Promise<repo.Standing | null> {
+    const load = async () => (await repo.findStanding(executor, address, verifiedOnly)) ?? null;
+    return cache && !fresh ? cache.read('agents', address, load) : load();
+  }
 
-export function createAgentsService({ db, clock, audit, cache }: AgentsDeps) {
   /** Throws unless the address is known; returns the row. */
   async function requireKnown(address: string, executor: Kysely<DB> = db): Promise<AgentRow> {
     const row = await repo.findAgent(executor, address);
@@ -115,11 +119,18 @@ export function createAgentsService({ db, clock, audit, cache }: AgentsDeps) {
      * `fresh` (the caller sent `Cache-Control: no-cache`).
      */
     async getScore(address: string, options: { fresh?: boolean } = {}) {
-      const load = async () => (await repo.findScore(db, address)) ?? null;
-      const score = cache && !options.fresh ? await cache.read('agents', address, load) : await load();
-      if (score === null) throw new AgentNotFoundError(address);
-      return { score, grade: gradeFor(score), color: colorFor(score) };
+      const standing = await standingOf(address, options.fresh);
+      if (standing === null) throw new AgentNotFoundError(address);
+      const { score } = standing;
+      return {
+        score,
+        grade: gradeFor(score),
+        color: colorFor(score),
+        ...confidenceOf(standing.evidence, standing.firstSeenAt, clock()),
+      };
     },
+
+    standingOf,
 
     async register(actor: Actor, input: RegisterInput): Promise<Agent> {
       const now = clock();
@@ -150,7 +161,11 @@ export function createAgentsService({ db, clock, audit, cache }: AgentsDeps) {
           await audit.append(trx, actor, 'agent.owner_changed', address, { from: row.owner, to: owner }, now);
         return changed;
       });
-      if (changed) cache?.invalidate('budgets', address); // whether a spend is allowed may have changed
+      if (changed) {
+        // Whether a spend is allowed, and the owner a decision screens, may have changed.
+        cache?.invalidate('budgets', address);
+        cache?.invalidate('agents', address);
+      }
       const full = await repo.findAgentWithActivity(db, address);
       if (!full) throw new AgentNotFoundError(address);
       return toAgent(full);
@@ -196,7 +211,7 @@ export function createAgentsService({ db, clock, audit, cache }: AgentsDeps) {
     /** The score's history: every change with its source and reason, newest first, paginated. */
     async scoreHistory(address: string, query: ScoreHistoryQuery) {
       await requireKnown(address);
-      const before = query.cursor ? decodeEventCursor(query.cursor) : null;
+      const before = query.cursor ? idFromCursor(query.cursor) : null;
       const rows = await repo.listScoreEvents(db, address, query.limit, before);
       const page = rows.slice(0, query.limit);
       const last = page[page.length - 1];
@@ -209,7 +224,7 @@ export function createAgentsService({ db, clock, audit, cache }: AgentsDeps) {
           reason: row.reason,
           changedAt: toUnixSeconds(row.created_at),
         })),
-        nextCursor: rows.length > query.limit && last ? Buffer.from(String(last.id)).toString('base64url') : null,
+        nextCursor: rows.length > query.limit && last ? idCursor(String(last.id)) : null,
       };
     },
 

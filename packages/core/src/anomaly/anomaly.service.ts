@@ -26,33 +26,40 @@ const HOUR_MS = 3_600_000;
 const WINDOW_HOURS = 30 * 24;
 
 export function createAnomalyService({ db, clock, sanctions, verification, thresholds }: AnomalyDeps) {
+  /** The anomaly model over a prospective (or just made) transaction and the agent's history; stores nothing. */
+  async function assess(input: AnomalyInput, now: Date = clock(), executor: Kysely<DB> = db): Promise<AnomalyResult> {
+    const since = new Date(now.getTime() - WINDOW_HOURS * HOUR_MS);
+    const hourAgo = new Date(now.getTime() - HOUR_MS);
+    const [agent, h, matched, latest] = await Promise.all([
+      findAgent(executor, input.agent),
+      repo.transactionHistory(executor, input.agent, { since, hourAgo, now }),
+      sanctions.isSanctioned(input.counterparty ? [input.agent, input.counterparty] : [input.agent], executor),
+      verification.latest(input.agent, executor),
+    ]);
+    const ageHours = agent ? (now.getTime() - agent.first_seen_at.getTime()) / HOUR_MS : 0;
+    return evaluateAnomaly(
+      {
+        lastHourCount: h.last_hour,
+        count30d: h.count30d,
+        failed30d: h.failed30d,
+        volume30d: BigInt(h.volume30d),
+        historyHours: Math.max(1, Math.min(WINDOW_HOURS, ageHours)),
+        amount: BigInt(input.amount),
+        agentSanctioned: matched.has(input.agent),
+        counterpartySanctioned: input.counterparty ? matched.has(input.counterparty) : false,
+        agentSuspicious: latest?.status === 'SUSPICIOUS',
+      },
+      thresholds,
+    );
+  }
+
   return {
+    assess,
+
     /** Scores a prospective (or just made) transaction against the agent's history; stored. */
     async check(input: AnomalyInput): Promise<AnomalyResult & { agent: string; checkedAt: number }> {
       const now = clock();
-      const since = new Date(now.getTime() - WINDOW_HOURS * HOUR_MS);
-      const hourAgo = new Date(now.getTime() - HOUR_MS);
-      const [agent, h, matched, latest] = await Promise.all([
-        findAgent(db, input.agent),
-        repo.transactionHistory(db, input.agent, { since, hourAgo, now }),
-        sanctions.isSanctioned(input.counterparty ? [input.agent, input.counterparty] : [input.agent]),
-        verification.latest(input.agent),
-      ]);
-      const ageHours = agent ? (now.getTime() - agent.first_seen_at.getTime()) / HOUR_MS : 0;
-      const result = evaluateAnomaly(
-        {
-          lastHourCount: h.last_hour,
-          count30d: h.count30d,
-          failed30d: h.failed30d,
-          volume30d: BigInt(h.volume30d),
-          historyHours: Math.max(1, Math.min(WINDOW_HOURS, ageHours)),
-          amount: BigInt(input.amount),
-          agentSanctioned: matched.has(input.agent),
-          counterpartySanctioned: input.counterparty ? matched.has(input.counterparty) : false,
-          agentSuspicious: latest?.status === 'SUSPICIOUS',
-        },
-        thresholds,
-      );
+      const result = await assess(input, now);
       await repo.insertAnomalyCheck(db, {
         agent: input.agent,
         tx_hash: input.txHash ?? null,

@@ -2,7 +2,8 @@ import type { DB, Kysely } from '@vouch/db';
 import type { AuditEntry, AuditQuery } from '@vouch/schemas';
 import type { Actor } from '../shared/actor.ts';
 import { type Clock, toUnixSeconds } from '../shared/clock.ts';
-import { ForbiddenError, ValidationError } from '../shared/errors.ts';
+import { idFromCursor, page } from '../shared/cursor.ts';
+import { ForbiddenError } from '../shared/errors.ts';
 import { type ChainBreak, checkEntries, parseEntry, type StoredEntry } from './audit.model.ts';
 import * as repo from './audit.repository.ts';
 
@@ -88,13 +89,7 @@ export function createAuditService({ db, clock }: AuditDeps) {
     /** The organization's entries, newest first, paginated and filtered. */
     async list(actor: Actor, query: AuditQuery): Promise<{ entries: AuditEntry[]; nextCursor: string | null }> {
       const organizationId = organizationOf(actor, query.organizationId);
-      let beforeSeq: string | undefined;
-      if (query.cursor !== undefined) {
-        beforeSeq = Buffer.from(query.cursor, 'base64url').toString('utf8');
-        if (!/^[1-9]\d{0,17}$/.test(beforeSeq)) {
-          throw new ValidationError([{ path: 'querystring.cursor', message: 'is not a cursor this service issued' }]);
-        }
-      }
+      const beforeSeq = query.cursor === undefined ? undefined : idFromCursor(query.cursor);
       const rows = await repo.listEntries(
         db,
         {
@@ -108,12 +103,11 @@ export function createAuditService({ db, clock }: AuditDeps) {
         },
         query.limit,
       );
-      const page = rows.slice(0, query.limit);
-      const last = page[page.length - 1];
-      return {
-        entries: page.map(toEntry),
-        nextCursor: rows.length > query.limit && last ? Buffer.from(last.seq).toString('base64url') : null,
-      };
+      const { items, nextCursor } = page(
+        rows.map((row) => ({ ...row, id: row.seq })),
+        query.limit,
+      );
+      return { entries: items.map(toEntry), nextCursor };
     },
 
     /**

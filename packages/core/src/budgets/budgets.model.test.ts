@@ -8,6 +8,8 @@ import {
   monthStart,
   nextDayStart,
   nextMonthStart,
+  refundRestores,
+  releaseHold,
   windowsAt,
 } from './budgets.model.ts';
 
@@ -101,6 +103,8 @@ function state(overrides: Partial<BudgetState> = {}): BudgetState {
     monthlyLimit: 2000n,
     dailySpent: 0n,
     monthlySpent: 0n,
+    dailyHeld: 0n,
+    monthlyHeld: 0n,
     dayStart: dayStart(now),
     monthStart: monthStart(now),
     ...overrides,
@@ -137,12 +141,17 @@ describe('windowsAt (remembers the last day)', () => {
 
 describe('currentSpent', () => {
   it('keeps counters whose windows contain now', () => {
-    expect(currentSpent(state({ dailySpent: 30n, monthlySpent: 70n }), now)).toEqual({ daily: 30n, monthly: 70n });
+    expect(currentSpent(state({ dailySpent: 30n, monthlySpent: 70n }), now)).toEqual({
+      daily: 30n,
+      monthly: 70n,
+      dailyHeld: 0n,
+      monthlyHeld: 0n,
+    });
   });
 
   it('resets a daily counter from a previous day but keeps the month', () => {
     const s = state({ dailySpent: 30n, monthlySpent: 70n, dayStart: d('2027-03-14T00:00:00.000Z') });
-    expect(currentSpent(s, now)).toEqual({ daily: 0n, monthly: 70n });
+    expect(currentSpent(s, now)).toEqual({ daily: 0n, monthly: 70n, dailyHeld: 0n, monthlyHeld: 0n });
   });
 
   it('resets both counters from a previous month', () => {
@@ -152,14 +161,29 @@ describe('currentSpent', () => {
       dayStart: d('2027-02-28T00:00:00.000Z'),
       monthStart: d('2027-02-01T00:00:00.000Z'),
     });
-    expect(currentSpent(s, now)).toEqual({ daily: 0n, monthly: 0n });
+    expect(currentSpent(s, now)).toEqual({ daily: 0n, monthly: 0n, dailyHeld: 0n, monthlyHeld: 0n });
   });
 
   it('resets exactly at the window boundary', () => {
     const s = state({ dailySpent: 30n, monthlySpent: 70n });
-    expect(currentSpent(s, d('2027-03-15T23:59:59.999Z'))).toEqual({ daily: 30n, monthly: 70n });
-    expect(currentSpent(s, d('2027-03-16T00:00:00.000Z'))).toEqual({ daily: 0n, monthly: 70n });
-    expect(currentSpent(s, d('2027-04-01T00:00:00.000Z'))).toEqual({ daily: 0n, monthly: 0n });
+    expect(currentSpent(s, d('2027-03-15T23:59:59.999Z'))).toEqual({
+      daily: 30n,
+      monthly: 70n,
+      dailyHeld: 0n,
+      monthlyHeld: 0n,
+    });
+    expect(currentSpent(s, d('2027-03-16T00:00:00.000Z'))).toEqual({
+      daily: 0n,
+      monthly: 70n,
+      dailyHeld: 0n,
+      monthlyHeld: 0n,
+    });
+    expect(currentSpent(s, d('2027-04-01T00:00:00.000Z'))).toEqual({
+      daily: 0n,
+      monthly: 0n,
+      dailyHeld: 0n,
+      monthlyHeld: 0n,
+    });
   });
 
   it('keeps counters whose window is later than now (clock skew)', () => {
@@ -169,7 +193,12 @@ describe('currentSpent', () => {
       dayStart: d('2027-04-01T00:00:00.000Z'),
       monthStart: d('2027-04-01T00:00:00.000Z'),
     });
-    expect(currentSpent(s, d('2027-03-31T23:59:59.999Z'))).toEqual({ daily: 30n, monthly: 70n });
+    expect(currentSpent(s, d('2027-03-31T23:59:59.999Z'))).toEqual({
+      daily: 30n,
+      monthly: 70n,
+      dailyHeld: 0n,
+      monthlyHeld: 0n,
+    });
   });
 });
 
@@ -187,6 +216,8 @@ describe('evaluateSpend', () => {
       reason: null,
       dailySpent: 100n,
       monthlySpent: 300n,
+      dailyHeld: 0n,
+      monthlyHeld: 0n,
       dailyRemaining: 400n,
       monthlyRemaining: 1700n,
     });
@@ -275,6 +306,8 @@ describe('evaluateSpend', () => {
       reason: null,
       dailySpent: MAX - 5n,
       monthlySpent: MAX - 10n,
+      dailyHeld: 0n,
+      monthlyHeld: 0n,
       dailyRemaining: 5n,
       monthlyRemaining: 10n,
     });
@@ -293,5 +326,57 @@ describe('evaluateSpend', () => {
       allowed: false,
       reason: 'PER_TX_LIMIT',
     });
+  });
+});
+
+describe('holds', () => {
+  it('count against every limit as what is spent does, in the windows they were made in', () => {
+    const s = state({ dailySpent: 200n, dailyHeld: 250n, monthlySpent: 200n, monthlyHeld: 250n });
+    expect(evaluateSpend(s, 50n, now)).toMatchObject({ allowed: true, dailyRemaining: 50n });
+    expect(evaluateSpend(s, 51n, now)).toMatchObject({ allowed: false, reason: 'DAILY_LIMIT' });
+    // The next day, yesterday's holds no longer count against the day (they still do in the month).
+    const tomorrow = new Date(now.getTime() + 86_400_000);
+    if (tomorrow.getUTCMonth() === now.getUTCMonth()) {
+      expect(evaluateSpend(s, 100n, tomorrow)).toMatchObject({ allowed: true, dailyHeld: 0n, monthlyHeld: 250n });
+    }
+  });
+
+  it('a hold adds to what is held; released, its capture is spent and the rest is free again', () => {
+    const { evaluation, next } = applySpend(state(), 80n, now, 'hold');
+    expect(evaluation.allowed).toBe(true);
+    expect([next.dailyHeld, next.monthlyHeld, next.dailySpent]).toEqual([80n, 80n, 0n]);
+    const hold = { amount: 80n, dayStart: next.dayStart, monthStart: next.monthStart };
+    const captured = releaseHold(next, hold, 30n);
+    expect([captured.dailyHeld, captured.dailySpent, captured.monthlyHeld, captured.monthlySpent]).toEqual([
+      0n,
+      30n,
+      0n,
+      30n,
+    ]);
+    const voided = releaseHold(next, hold, 0n);
+    expect([voided.dailyHeld, voided.dailySpent]).toEqual([0n, 0n]);
+  });
+
+  it('a hold of a window that has passed changes nothing of the current one when released', () => {
+    const yesterday = state({ dailyHeld: 0n, monthlyHeld: 80n, dailySpent: 10n });
+    const hold = {
+      amount: 80n,
+      dayStart: new Date(yesterday.dayStart.getTime() - 86_400_000),
+      monthStart: yesterday.monthStart,
+    };
+    const after = releaseHold(yesterday, hold, 80n);
+    expect([after.dailyHeld, after.dailySpent, after.monthlyHeld, after.monthlySpent]).toEqual([0n, 10n, 0n, 80n]);
+  });
+
+  it('a refund gives back to the windows still counted, never more than they show as spent', () => {
+    const s = state({ dailySpent: 50n, monthlySpent: 500n });
+    const sameWindows = { dayStart: s.dayStart, monthStart: s.monthStart };
+    expect(refundRestores(s, sameWindows, 30n, now)).toEqual({ daily: 30n, monthly: 30n });
+    expect(refundRestores(s, sameWindows, 70n, now)).toEqual({ daily: 50n, monthly: 70n });
+    const earlierDay = { dayStart: new Date(s.dayStart.getTime() - 86_400_000), monthStart: s.monthStart };
+    expect(refundRestores(s, earlierDay, 30n, now)).toEqual({ daily: 0n, monthly: 30n });
+    // The day after the spend, its day is closed even if the budget has not rolled yet.
+    const nextDay = new Date(now.getTime() + 86_400_000);
+    expect(refundRestores(s, sameWindows, 30n, nextDay).daily).toBe(0n);
   });
 });

@@ -1,9 +1,16 @@
-import { type BudgetRow, type DB, type Kysely, type RawBuilder, sql } from '@vouch/db';
+import { type AuthorizationRow, type BudgetRow, type DB, type Kysely, type RawBuilder, sql } from '@vouch/db';
 import { type AuditMeta, auditCtes } from '../audit/audit.repository.ts';
 
 type Executor = Kysely<DB>;
 
 export type BudgetWithStanding = BudgetRow & { sanctioned: boolean };
+
+/** Which budget: an organization's, of an agent, in an asset ('' for the default unit). */
+export interface BudgetKey {
+  organizationId: string;
+  agent: string;
+  asset: string;
+}
 
 /** SQL condition: the agent (an address, or a column holding it) or its owner is on the active sanctions list. */
 const agentOrOwnerSanctioned = (agent: string | RawBuilder<unknown>) => sql<boolean>`EXISTS (
@@ -12,25 +19,22 @@ const agentOrOwnerSanctioned = (agent: string | RawBuilder<unknown>) => sql<bool
   JOIN sanctions_entries se ON se.snapshot_id = ss.id AND se.address IN (a.address, a.owner)
   WHERE a.address = ${agent})`;
 
-/** The organization's budget of the agent, and whether the agent or its owner is sanctioned (which refuses every spend). */
-export function findBudget(
-  db: Executor,
-  organizationId: string,
-  agent: string,
-): Promise<BudgetWithStanding | undefined> {
+/** The budget, and whether the agent or its owner is sanctioned (which refuses every spend). */
+export function findBudget(db: Executor, key: BudgetKey): Promise<BudgetWithStanding | undefined> {
   return db
     .selectFrom('budgets')
     .selectAll()
     .select(agentOrOwnerSanctioned(sql.ref('budgets.agent')).as('sanctioned'))
-    .where('organization_id', '=', organizationId)
-    .where('agent', '=', agent)
+    .where('organization_id', '=', key.organizationId)
+    .where('agent', '=', key.agent)
+    .where('asset', '=', key.asset)
     .executeTakeFirst();
 }
 
 /**
- * Every organization's budget of the agent and the agent's standing, in one read: what the read
- * cache keeps per agent, so that a change of the agent (its owner, the sanctions list) drops
- * them all at once.
+ * Every budget of the agent (every organization's, every asset) and the agent's standing, in one
+ * read: what the read cache keeps per agent, so that a change of the agent (its owner, the
+ * sanctions list) drops them all at once.
  */
 export async function findAgentBudgets(
   db: Executor,
@@ -52,19 +56,19 @@ export interface LimitsPatch {
   perTxLimit?: string | undefined;
 }
 
-/** First set: all three limits; a concurrent first set of the same agent updates instead. */
+/** First set: all three limits; a concurrent first set of the same budget updates instead. */
 export function insertBudget(
   db: Executor,
-  organizationId: string,
-  agent: string,
+  key: BudgetKey,
   limits: { dailyLimit: string; monthlyLimit: string; perTxLimit: string },
   windows: { day: Date; month: Date; now: Date },
 ): Promise<BudgetRow> {
   return db
     .insertInto('budgets')
     .values({
-      organization_id: organizationId,
-      agent,
+      organization_id: key.organizationId,
+      agent: key.agent,
+      asset: key.asset,
       daily_limit: limits.dailyLimit,
       monthly_limit: limits.monthlyLimit,
       per_tx_limit: limits.perTxLimit,
@@ -76,7 +80,7 @@ export function insertBudget(
       updated_at: windows.now,
     })
     .onConflict((oc) =>
-      oc.columns(['organization_id', 'agent']).doUpdateSet({
+      oc.columns(['organization_id', 'agent', 'asset']).doUpdateSet({
         daily_limit: limits.dailyLimit,
         monthly_limit: limits.monthlyLimit,
         per_tx_limit: limits.perTxLimit,
@@ -87,7 +91,7 @@ export function insertBudget(
     .executeTakeFirstOrThrow();
 }
 
-export function updateLimits(db: Executor, organizationId: string, agent: string, patch: LimitsPatch, now: Date) {
+export function updateLimits(db: Executor, key: BudgetKey, patch: LimitsPatch, now: Date) {
   return db
     .updateTable('budgets')
     .set({
@@ -96,66 +100,384 @@ export function updateLimits(db: Executor, organizationId: string, agent: string
       ...(patch.perTxLimit !== undefined && { per_tx_limit: patch.perTxLimit }),
       updated_at: now,
     })
-    .where('organization_id', '=', organizationId)
-    .where('agent', '=', agent)
+    .where('organization_id', '=', key.organizationId)
+    .where('agent', '=', key.agent)
+    .where('asset', '=', key.asset)
     .returningAll()
     .executeTakeFirst();
 }
 
-export type SpendRow = BudgetRow & { spend_id: string };
+export type SpendRow = BudgetRow & { spend_id: string | null; authorization_id: string | null };
+
+export interface Reservation extends BudgetKey {
+  amount: string;
+  counterparty: string | null;
+  day: Date;
+  month: Date;
+  now: Date;
+  audit: AuditMeta;
+}
 
 /**
- * The spend: one statement that rolls the windows forward, debits only if every
- * limit holds against the row as it is when the row lock is taken (Postgres
- * re-evaluates a concurrently updated row), writes the ledger entry, accepted
- * or refused, and appends it to the organization's audit log. `last_refusal` carries
- * this attempt's outcome to the ledger insert. Returns nothing when the organization
- * has no budget for the agent.
+ * A spend (`kind: 'spend'`) or a hold (`kind: 'hold'`): one statement that rolls the windows
+ * forward and, only if every limit holds against the row as it is when the row lock is taken
+ * (Postgres re-evaluates a concurrently updated row) — with what is held counted as what is
+ * spent — debits the budget (a spend) or adds to what it holds (a hold, which also inserts the
+ * authorization). A spend writes its ledger row accepted or refused; a refused hold writes a
+ * refused ledger row. The statement appends the outcome to the organization's audit log.
+ * `last_refusal` carries the outcome to the inserts. Returns nothing when the organization has
+ * no such budget.
  */
-export async function spend(
+export async function reserve(
   db: Executor,
-  v: { agent: string; amount: string; day: Date; month: Date; now: Date; audit: AuditMeta },
+  kind: 'spend' | 'hold',
+  v: Reservation & {
+    expiresAt?: Date;
+    metadata?: Record<string, unknown> | null;
+    decisionId?: string | null;
+    /** A hold waiting for an approval is reserved like any hold but cannot be captured until approved. */
+    holdStatus?: 'held' | 'pending_approval';
+  },
 ): Promise<SpendRow | undefined> {
-  const org = v.audit.organizationId;
   const amount = sql`${v.amount}::numeric`;
   // Counters of windows that have passed count as zero; windows only move forward.
-  const daily = sql`(CASE WHEN b.day_start >= ${v.day} THEN b.daily_spent ELSE 0 END)`;
-  const monthly = sql`(CASE WHEN b.month_start >= ${v.month} THEN b.monthly_spent ELSE 0 END)`;
+  const dayCurrent = sql`b.day_start >= ${v.day}`;
+  const monthCurrent = sql`b.month_start >= ${v.month}`;
+  const daily = sql`(CASE WHEN ${dayCurrent} THEN b.daily_spent ELSE 0 END)`;
+  const monthly = sql`(CASE WHEN ${monthCurrent} THEN b.monthly_spent ELSE 0 END)`;
+  const dailyHeld = sql`(CASE WHEN ${dayCurrent} THEN b.daily_held ELSE 0 END)`;
+  const monthlyHeld = sql`(CASE WHEN ${monthCurrent} THEN b.monthly_held ELSE 0 END)`;
   const refusal = sql`(CASE
       WHEN standing.sanctioned THEN 'SANCTIONED'
       WHEN ${amount} > b.per_tx_limit THEN 'PER_TX_LIMIT'
-      WHEN ${daily} + ${amount} > b.daily_limit THEN 'DAILY_LIMIT'
-      WHEN ${monthly} + ${amount} > b.monthly_limit THEN 'MONTHLY_LIMIT'
+      WHEN ${daily} + ${dailyHeld} + ${amount} > b.daily_limit THEN 'DAILY_LIMIT'
+      WHEN ${monthly} + ${monthlyHeld} + ${amount} > b.monthly_limit THEN 'MONTHLY_LIMIT'
     END)`;
-  const debit = sql`(CASE WHEN ${refusal} IS NULL THEN ${amount} ELSE 0 END)`;
+  const taken = sql`(CASE WHEN ${refusal} IS NULL THEN ${amount} ELSE 0 END)`;
+  const spent = kind === 'spend' ? taken : sql`0`;
+  const held = kind === 'hold' ? taken : sql`0`;
+  const outcome =
+    kind === 'spend'
+      ? sql`CASE WHEN upd.last_refusal IS NULL THEN 'spend.accepted' ELSE 'spend.refused' END`
+      : sql`CASE WHEN upd.last_refusal IS NULL THEN 'authorization.created' ELSE 'authorization.refused' END`;
   const result = await sql<SpendRow>`
     WITH standing AS (
       -- Evaluated once: the agent or its owner on the active sanctions list refuses the spend.
       SELECT ${agentOrOwnerSanctioned(v.agent)} AS sanctioned
     ), upd AS (
       UPDATE budgets AS b SET
-        daily_spent = ${daily} + ${debit},
-        monthly_spent = ${monthly} + ${debit},
+        daily_spent = ${daily} + ${spent},
+        monthly_spent = ${monthly} + ${spent},
+        daily_held = ${dailyHeld} + ${held},
+        monthly_held = ${monthlyHeld} + ${held},
         last_refusal = ${refusal},
         day_start = GREATEST(b.day_start, ${v.day}),
         month_start = GREATEST(b.month_start, ${v.month}),
         updated_at = ${v.now}
       FROM standing
-      WHERE b.organization_id = ${org} AND b.agent = ${v.agent}
+      WHERE b.organization_id = ${v.organizationId} AND b.agent = ${v.agent} AND b.asset = ${v.asset}
       RETURNING b.*
-    ), ledger AS (
-      INSERT INTO spends (organization_id, agent, actor_key_id, amount, accepted, reason, created_at)
-      SELECT organization_id, agent, ${v.audit.actorKeyId}, ${amount}, last_refusal IS NULL, last_refusal, ${v.now} FROM upd
+    ), auth AS (
+      INSERT INTO authorizations (organization_id, agent, asset, amount, counterparty, metadata, status,
+        day_start, month_start, expires_at, created_at, updated_at, decision_id, actor_key_id)
+      SELECT organization_id, agent, asset, ${amount}, ${v.counterparty}, ${v.metadata ? JSON.stringify(v.metadata) : null}::jsonb,
+        ${v.holdStatus ?? 'held'}, day_start, month_start, ${v.expiresAt ?? null}::timestamptz, ${v.now}, ${v.now}, ${v.decisionId ?? null}::bigint,
+        ${v.audit.actorKeyId}
+      FROM upd WHERE ${kind === 'hold' ? sql`last_refusal IS NULL` : sql`false`}
       RETURNING id
+    ), ledger AS (
+      INSERT INTO spends (organization_id, agent, asset, kind, counterparty, actor_key_id, amount, accepted, reason,
+        created_at, day_start, month_start)
+      SELECT organization_id, agent, asset, ${kind === 'spend' ? 'spend' : 'authorization'}, ${v.counterparty},
+        ${v.audit.actorKeyId}, ${amount}, last_refusal IS NULL, last_refusal, ${v.now}, day_start, month_start
+      FROM upd WHERE ${kind === 'spend' ? sql`true` : sql`last_refusal IS NOT NULL`}
+      RETURNING id
+    ), outcome AS (
+      SELECT upd.*, ledger.id::text AS spend_id, auth.id::text AS authorization_id
+      FROM upd LEFT JOIN ledger ON true LEFT JOIN auth ON true
     ), ${auditCtes(
       v.audit,
       {
-        action: sql`CASE WHEN upd.last_refusal IS NULL THEN 'spend.accepted' ELSE 'spend.refused' END`,
+        action: outcome,
         target: sql`upd.agent`,
-        details: sql`jsonb_build_object('spendId', ledger.id::text, 'amount', ${v.amount}::text, 'reason', upd.last_refusal)`,
+        details: sql`jsonb_build_object('amount', ${v.amount}::text, 'asset', upd.asset, 'reason', upd.last_refusal,
+          'spendId', upd.spend_id, 'authorizationId', upd.authorization_id)`,
       },
-      sql`upd CROSS JOIN ledger`,
+      sql`outcome AS upd`,
     )}
-    SELECT upd.*, ledger.id::text AS spend_id FROM upd CROSS JOIN ledger`.execute(db);
+    SELECT * FROM outcome`.execute(db);
   return result.rows[0];
+}
+
+/** What releasing a hold needs: which hold, and how much of it is captured (0: void or expiry). */
+export interface Release {
+  organizationId: string;
+  agent: string;
+  id: string;
+  /** The amount captured; null: the whole hold. */
+  capture: string | null;
+  status: 'captured' | 'voided';
+  /** A capture takes a hold in `held`; a void also one waiting for its approval (a denied approval voids it). */
+  now: Date;
+  audit: AuditMeta;
+}
+
+export type ReleaseRow = AuthorizationRow & { spend_id: string | null };
+
+/**
+ * Captures (in part or whole) or voids a hold, in one statement: the hold leaves `held` (only a
+ * hold in `held` that has not expired, and a capture no larger than it), and the budget gives back
+ * what it reserved in each of its windows that the budget still counts, adding what was captured
+ * to what is spent there (the budget row's own windows decide, as it is when locked). A capture
+ * writes a ledger row in the hold's windows. Nothing happens (no row) when the hold is not
+ * `held` or the capture is larger than the hold: a hold is released at most once.
+ */
+export async function release(db: Executor, v: Release): Promise<ReleaseRow | undefined> {
+  const captured = v.status === 'captured' ? (v.capture === null ? sql`a.amount` : sql`${v.capture}::numeric`) : sql`0`;
+  const result = await sql<ReleaseRow>`
+    WITH a AS (
+      UPDATE authorizations AS a SET status = ${v.status}, captured = ${captured}, updated_at = ${v.now},
+        captured_at = ${v.status === 'captured' ? v.now : null}::timestamptz, released_at = ${v.now}
+      WHERE a.id = ${v.id}::bigint AND a.organization_id = ${v.organizationId} AND a.agent = ${v.agent}
+        AND (a.status = 'held' OR (${v.status === 'voided'} AND a.status = 'pending_approval'))
+        AND a.expires_at > ${v.now} AND ${captured} <= a.amount
+      RETURNING a.*
+    ), upd AS (
+      UPDATE budgets AS b SET
+        daily_held = b.daily_held - CASE WHEN b.day_start = a.day_start THEN a.amount ELSE 0 END,
+        daily_spent = b.daily_spent + CASE WHEN b.day_start = a.day_start THEN a.captured ELSE 0 END,
+        monthly_held = b.monthly_held - CASE WHEN b.month_start = a.month_start THEN a.amount ELSE 0 END,
+        monthly_spent = b.monthly_spent + CASE WHEN b.month_start = a.month_start THEN a.captured ELSE 0 END,
+        updated_at = ${v.now}
+      FROM a
+      WHERE b.organization_id = a.organization_id AND b.agent = a.agent AND b.asset = a.asset
+      RETURNING b.agent
+    ), ledger AS (
+      INSERT INTO spends (organization_id, agent, asset, kind, counterparty, actor_key_id, amount, accepted, reason,
+        created_at, day_start, month_start, authorization_id)
+      SELECT a.organization_id, a.agent, a.asset, 'capture', a.counterparty, ${v.audit.actorKeyId}, a.captured, true, NULL,
+        ${v.now}, a.day_start, a.month_start, a.id
+      FROM a WHERE a.captured > 0
+      RETURNING id
+    ), outcome AS (
+      SELECT a.*, ledger.id::text AS spend_id FROM a LEFT JOIN ledger ON true
+    ), ${auditCtes(
+      v.audit,
+      {
+        action: sql`${`authorization.${v.status}`}::text`,
+        target: sql`a.agent`,
+        details: sql`jsonb_build_object('authorizationId', a.id::text, 'amount', a.amount::text,
+          'captured', a.captured::text, 'spendId', a.spend_id)`,
+      },
+      sql`outcome AS a`,
+    )}
+    SELECT outcome.*, outcome.id::text AS id FROM outcome`.execute(db);
+  return result.rows[0];
+}
+
+/** The organizations that have holds past their time, for the sweep to expire one organization at a time. */
+export async function organizationsWithDueHolds(db: Executor, now: Date): Promise<string[]> {
+  const rows = await db
+    .selectFrom('authorizations')
+    .select('organization_id')
+    .distinct()
+    .where('status', 'in', ['held', 'pending_approval'])
+    .where('expires_at', '<=', now)
+    .execute();
+  return rows.map((r) => r.organization_id);
+}
+
+/**
+ * Expires up to `limit` of the organization's holds whose time has passed (held, or waiting for an
+ * approval), gives back what each reserved in the windows its budget still counts, and appends
+ * one audit entry listing them, in one statement. A hold is taken by one sweep only
+ * (`SKIP LOCKED`) and changes status once, so nothing is released twice. Returns the expired holds.
+ */
+export async function expireHolds(
+  db: Executor,
+  now: Date,
+  limit: number,
+  audit: AuditMeta,
+): Promise<AuthorizationRow[]> {
+  const result = await sql<AuthorizationRow>`
+    WITH due AS (
+      SELECT id FROM authorizations
+      WHERE organization_id = ${audit.organizationId} AND status IN ('held', 'pending_approval') AND expires_at <= ${now}
+      ORDER BY expires_at LIMIT ${limit}
+      FOR UPDATE SKIP LOCKED
+    ), a AS (
+      UPDATE authorizations AS a SET status = 'expired', updated_at = ${now}, released_at = ${now}
+      FROM due WHERE a.id = due.id
+      RETURNING a.*
+    ), upd AS (
+      -- Per budget, each hold gives back in the windows it counts in, judged against the row as locked.
+      UPDATE budgets AS b SET
+        daily_held = b.daily_held - COALESCE((SELECT sum(x.amount) FROM a x
+          WHERE x.organization_id = b.organization_id AND x.agent = b.agent AND x.asset = b.asset
+            AND x.day_start = b.day_start), 0),
+        monthly_held = b.monthly_held - COALESCE((SELECT sum(x.amount) FROM a x
+          WHERE x.organization_id = b.organization_id AND x.agent = b.agent AND x.asset = b.asset
+            AND x.month_start = b.month_start), 0),
+        updated_at = ${now}
+      WHERE (b.organization_id, b.agent, b.asset) IN (SELECT organization_id, agent, asset FROM a)
+      RETURNING b.agent
+    ), expired AS (
+      SELECT jsonb_agg(jsonb_build_object('authorizationId', a.id::text, 'agent', a.agent, 'amount', a.amount::text)
+        ORDER BY a.id) AS holds
+      FROM a HAVING count(*) > 0
+    ), ${auditCtes(
+      audit,
+      {
+        action: sql`'authorization.expired'::text`,
+        target: sql`NULL::text`,
+        details: sql`jsonb_build_object('holds', e.holds)`,
+      },
+      sql`expired AS e`,
+    )}
+    SELECT a.*, a.id::text AS id FROM a ORDER BY a.id`.execute(db);
+  return result.rows;
+}
+
+export function findAuthorization(db: Executor, organizationId: string, agent: string, id: string) {
+  return db
+    .selectFrom('authorizations')
+    .selectAll()
+    .select(sql<string>`id::text`.as('id'))
+    .where('organization_id', '=', organizationId)
+    .where('agent', '=', agent)
+    .where('id', '=', id)
+    .executeTakeFirst();
+}
+
+export function listAuthorizations(
+  db: Executor,
+  key: { organizationId: string; agent: string },
+  filter: { status?: string | undefined; beforeId?: string | undefined },
+  limit: number,
+) {
+  let query = db
+    .selectFrom('authorizations')
+    .selectAll()
+    .select(sql<string>`id::text`.as('id'))
+    .where('organization_id', '=', key.organizationId)
+    .where('agent', '=', key.agent);
+  if (filter.status) query = query.where('status', '=', filter.status as AuthorizationRow['status']);
+  if (filter.beforeId) query = query.where('authorizations.id', '<', filter.beforeId);
+  return query
+    .orderBy('authorizations.id', 'desc')
+    .limit(limit + 1)
+    .execute();
+}
+
+export interface SpendFilter {
+  organizationId: string;
+  agent: string;
+  status?: 'accepted' | 'refused' | undefined;
+  asset?: string | undefined;
+  from?: Date | undefined;
+  to?: Date | undefined;
+  beforeId?: string | undefined;
+}
+
+/** A page of the organization's ledger of the agent, newest first. */
+export function listSpends(db: Executor, filter: SpendFilter, limit: number) {
+  let query = db
+    .selectFrom('spends')
+    .selectAll()
+    .select([sql<string>`id::text`.as('id'), sql<string | null>`authorization_id::text`.as('authorization_id')])
+    .where('organization_id', '=', filter.organizationId)
+    .where('agent', '=', filter.agent);
+  if (filter.status) query = query.where('accepted', '=', filter.status === 'accepted');
+  if (filter.asset !== undefined) query = query.where('asset', '=', filter.asset);
+  if (filter.from) query = query.where('created_at', '>=', filter.from);
+  if (filter.to) query = query.where('created_at', '<', filter.to);
+  if (filter.beforeId) query = query.where('spends.id', '<', filter.beforeId);
+  return query
+    .orderBy('spends.id', 'desc')
+    .limit(limit + 1)
+    .execute();
+}
+
+export type RefundRow = {
+  refund_id: string;
+  spend_id: string;
+  amount: string;
+  refunded: string;
+  restored_daily: string;
+  restored_monthly: string;
+  created_at: Date;
+};
+
+/**
+ * A refund of an accepted spend, in one statement: the spend's `refunded` grows only while it
+ * stays within what was spent (so refunds never exceed it, whatever runs at once), and the budget
+ * gives back the amount in each of the spend's windows it still counts, never more than that
+ * window shows as spent (`refundRestores` in budgets.model.ts). Returns nothing when the spend is
+ * not the organization's accepted spend of the agent or the refund would exceed it.
+ */
+export async function refund(
+  db: Executor,
+  v: {
+    organizationId: string;
+    agent: string;
+    spendId: string;
+    amount: string;
+    reason: string | null;
+    day: Date;
+    month: Date;
+    now: Date;
+    audit: AuditMeta;
+  },
+): Promise<RefundRow | undefined> {
+  const amount = sql`${v.amount}::numeric`;
+  // What the refund gives back to a window: the amount, while the spend's window is the current one.
+  const restoresDay = sql`(CASE WHEN s.day_start >= ${v.day} AND b.day_start = s.day_start THEN s.refund_amount ELSE 0 END)`;
+  const restoresMonth = sql`(CASE WHEN s.month_start >= ${v.month} AND b.month_start = s.month_start THEN s.refund_amount ELSE 0 END)`;
+  const result = await sql<RefundRow>`
+    WITH s AS (
+      UPDATE spends AS s SET refunded = s.refunded + ${amount}
+      WHERE s.id = ${v.spendId}::bigint AND s.organization_id = ${v.organizationId} AND s.agent = ${v.agent}
+        AND s.accepted AND ${amount} > 0 AND s.refunded + ${amount} <= s.amount
+      RETURNING s.*, ${amount} AS refund_amount
+    ), upd AS (
+      UPDATE budgets AS b SET
+        daily_spent = b.daily_spent - LEAST(b.daily_spent, ${restoresDay}),
+        monthly_spent = b.monthly_spent - LEAST(b.monthly_spent, ${restoresMonth}),
+        updated_at = ${v.now}
+      FROM s
+      WHERE b.organization_id = s.organization_id AND b.agent = s.agent AND b.asset = s.asset
+      RETURNING ${restoresDay} AS d, ${restoresMonth} AS m
+    ), r AS (
+      INSERT INTO refunds (organization_id, agent, spend_id, amount, restored_daily, restored_monthly, reason, actor_key_id, created_at)
+      SELECT s.organization_id, s.agent, s.id, s.refund_amount, COALESCE(upd.d, 0), COALESCE(upd.m, 0), ${v.reason},
+        ${v.audit.actorKeyId}, ${v.now}
+      FROM s LEFT JOIN upd ON true
+      RETURNING id, spend_id, amount, restored_daily, restored_monthly, created_at
+    ), outcome AS (
+      SELECT r.id::text AS refund_id, r.spend_id::text AS spend_id, r.amount::text AS amount, s.refunded::text AS refunded,
+        r.restored_daily::text AS restored_daily, r.restored_monthly::text AS restored_monthly, r.created_at, s.agent
+      FROM r CROSS JOIN s
+    ), ${auditCtes(
+      v.audit,
+      {
+        action: sql`'refund.created'::text`,
+        target: sql`o.agent`,
+        details: sql`jsonb_build_object('refundId', o.refund_id, 'spendId', o.spend_id, 'amount', o.amount,
+          'restoredDaily', o.restored_daily, 'restoredMonthly', o.restored_monthly)`,
+      },
+      sql`outcome AS o`,
+    )}
+    SELECT * FROM outcome`.execute(db);
+  return result.rows[0];
+}
+
+export function findSpend(db: Executor, organizationId: string, agent: string, id: string) {
+  return db
+    .selectFrom('spends')
+    .selectAll()
+    .select(sql<string>`id::text`.as('id'))
+    .where('organization_id', '=', organizationId)
+    .where('agent', '=', agent)
+    .where('id', '=', id)
+    .executeTakeFirst();
 }

@@ -1,17 +1,19 @@
 import type { BudgetRow, DB, Kysely } from '@vouch/db';
-import type { Budget, BudgetCheck, SetBudgetInput, SpendResult } from '@vouch/schemas';
+import type { AmountInput, Budget, BudgetCheck, ListSpendsQuery, SetBudgetInput, SpendResult } from '@vouch/schemas';
 import { findAgent } from '../agents/agents.repository.ts';
 import type { AuditService } from '../audit/audit.service.ts';
 import { auditMeta } from '../audit/audit.service.ts';
 import type { ReadCache } from '../cache/read-cache.ts';
 import type { Actor } from '../shared/actor.ts';
 import { type Clock, toUnixSeconds } from '../shared/clock.ts';
+import { idFromCursor, page } from '../shared/cursor.ts';
 import {
   AgentNotFoundError,
   AgentNotRegisteredError,
   BudgetExceededError,
   BudgetNotFoundError,
   BudgetNotSetError,
+  DomainError,
   ValidationError,
 } from '../shared/errors.ts';
 import { type BudgetState, dayStart, evaluateSpend, monthStart, windowsAt } from './budgets.model.ts';
@@ -24,7 +26,7 @@ export interface BudgetsDeps {
   cache?: ReadCache | undefined;
 }
 
-function toState(row: BudgetRow, sanctioned: boolean): BudgetState {
+export function toState(row: BudgetRow, sanctioned: boolean): BudgetState {
   return {
     sanctioned,
     dailyLimit: BigInt(row.daily_limit),
@@ -32,49 +34,68 @@ function toState(row: BudgetRow, sanctioned: boolean): BudgetState {
     perTxLimit: BigInt(row.per_tx_limit),
     dailySpent: BigInt(row.daily_spent),
     monthlySpent: BigInt(row.monthly_spent),
+    dailyHeld: BigInt(row.daily_held),
+    monthlyHeld: BigInt(row.monthly_held),
     dayStart: row.day_start,
     monthStart: row.month_start,
   };
 }
 
-function resets(now: Date) {
+export function resets(now: Date) {
   const windows = windowsAt(now);
   return { dailyResetsAt: windows.nextDay / 1000, monthlyResetsAt: windows.nextMonth / 1000 };
 }
 
+const positive = (value: bigint) => (value > 0n ? value : 0n).toString();
+
 /** A budget row as cached: with its amounts already parsed, since checks read it far more often than it changes. */
-interface CachedBudget {
+export interface CachedBudget {
   row: BudgetRow;
   state: BudgetState;
 }
 
-/** What the read cache keeps per agent: every organization's budget of it, parsed. */
+/** What the read cache keeps per agent: every organization's budget of it in every asset, parsed. */
 type AgentBudgets = Map<string, CachedBudget>;
+const budgetSlot = (organizationId: string, asset: string) => `${organizationId}/${asset}`;
+
+export class SpendNotFoundError extends DomainError {
+  constructor(id: string) {
+    super('SPEND_NOT_FOUND', `no spend ${id} of this agent in this organization`);
+  }
+}
 
 export function createBudgetsService({ db, clock, audit, cache }: BudgetsDeps) {
-  /** The organization's budget of the agent and its parsed state (or null), through the read cache when there is one. */
-  const budgetOf = async (organizationId: string, address: string, fresh = false): Promise<CachedBudget | null> => {
+  /** The budget and its parsed state (or null), through the read cache when there is one. */
+  const budgetOf = async (
+    key: repo.BudgetKey,
+    fresh = false,
+    executor: Kysely<DB> = db,
+  ): Promise<CachedBudget | null> => {
     if (!cache || fresh) {
-      const row = await repo.findBudget(db, organizationId, address);
+      const row = await repo.findBudget(executor, key);
       return row ? { row, state: toState(row, row.sanctioned) } : null;
     }
-    const all = await cache.read('budgets', address, async (): Promise<AgentBudgets> => {
-      const { sanctioned, rows } = await repo.findAgentBudgets(db, address);
-      return new Map(rows.map((row) => [row.organization_id, { row, state: toState(row, sanctioned) }]));
+    const all = await cache.read('budgets', key.agent, async (): Promise<AgentBudgets> => {
+      const { sanctioned, rows } = await repo.findAgentBudgets(db, key.agent);
+      return new Map(
+        rows.map((row) => [budgetSlot(row.organization_id, row.asset), { row, state: toState(row, sanctioned) }]),
+      );
     });
-    return all.get(organizationId) ?? null;
+    return all.get(budgetSlot(key.organizationId, key.asset)) ?? null;
   };
 
   function toBudget(row: BudgetRow, now: Date): Budget {
     // The figures of the limits and windows; whether a spend is allowed is the check's answer.
-    const state = toState(row, false);
-    const evaluation = evaluateSpend(state, 0n, now);
+    const evaluation = evaluateSpend(toState(row, false), 0n, now);
     return {
+      asset: row.asset,
       dailyLimit: row.daily_limit,
       dailySpent: evaluation.dailySpent.toString(),
       monthlyLimit: row.monthly_limit,
       monthlySpent: evaluation.monthlySpent.toString(),
       perTxLimit: row.per_tx_limit,
+      dailyHeld: evaluation.dailyHeld.toString(),
+      monthlyHeld: evaluation.monthlyHeld.toString(),
       dailyRemaining: evaluation.dailyRemaining.toString(),
       monthlyRemaining: evaluation.monthlyRemaining.toString(),
       ...resets(now),
@@ -89,9 +110,44 @@ export function createBudgetsService({ db, clock, audit, cache }: BudgetsDeps) {
     return agent;
   }
 
+  const keyOf = (actor: Actor, agent: string, asset = ''): repo.BudgetKey => ({
+    organizationId: actor.organizationId,
+    agent,
+    asset,
+  });
+
+  /** The answer of a check: the evaluation of `amount` against the budget (or NO_BUDGET without one). */
+  function checkAnswer(budget: CachedBudget | null, amount: string, now: Date): BudgetCheck {
+    if (!budget) {
+      return {
+        allowed: false,
+        amount,
+        dailyRemaining: '0',
+        monthlyRemaining: '0',
+        perTxLimit: null,
+        reason: 'NO_BUDGET',
+        ...resets(now),
+      };
+    }
+    const evaluation = evaluateSpend(budget.state, BigInt(amount), now);
+    return {
+      allowed: evaluation.allowed,
+      amount,
+      dailyRemaining: evaluation.dailyRemaining.toString(),
+      monthlyRemaining: evaluation.monthlyRemaining.toString(),
+      perTxLimit: budget.row.per_tx_limit,
+      reason: evaluation.reason,
+      ...resets(now),
+    };
+  }
+
   return {
-    async get(actor: Actor, address: string): Promise<Budget> {
-      const budget = await repo.findBudget(db, actor.organizationId, address);
+    budgetOf,
+    checkAnswer,
+    requireRegistered,
+
+    async get(actor: Actor, address: string, asset = ''): Promise<Budget> {
+      const budget = await repo.findBudget(db, keyOf(actor, address, asset));
       if (!budget) {
         if (!(await findAgent(db, address))) throw new AgentNotFoundError(address);
         throw new BudgetNotFoundError(address);
@@ -101,14 +157,14 @@ export function createBudgetsService({ db, clock, audit, cache }: BudgetsDeps) {
 
     /**
      * First set needs dailyLimit and monthlyLimit (perTxLimit defaults to dailyLimit);
-     * later sets change any subset and keep what has been spent.
+     * later sets change any subset and keep what has been spent and held.
      */
     async set(actor: Actor, address: string, input: SetBudgetInput): Promise<Budget> {
       await requireRegistered(db, address);
       const now = clock();
-      const org = actor.organizationId;
+      const key = keyOf(actor, address, input.asset);
       const row = await db.transaction().execute(async (trx) => {
-        let row = await repo.updateLimits(trx, org, address, input, now);
+        let row = await repo.updateLimits(trx, key, input, now);
         if (!row) {
           const missing = (['dailyLimit', 'monthlyLimit'] as const).filter((k) => input[k] === undefined);
           if (missing.length) {
@@ -119,8 +175,7 @@ export function createBudgetsService({ db, clock, audit, cache }: BudgetsDeps) {
           const dailyLimit = input.dailyLimit as string;
           row = await repo.insertBudget(
             trx,
-            org,
-            address,
+            key,
             { dailyLimit, monthlyLimit: input.monthlyLimit as string, perTxLimit: input.perTxLimit ?? dailyLimit },
             { day: dayStart(now), month: monthStart(now), now },
           );
@@ -131,7 +186,10 @@ export function createBudgetsService({ db, clock, audit, cache }: BudgetsDeps) {
           'budget.set',
           address,
           {
-            changed: Object.keys(input).sort(),
+            asset: key.asset,
+            changed: Object.keys(input)
+              .filter((k) => k !== 'asset')
+              .sort(),
             dailyLimit: row.daily_limit,
             monthlyLimit: row.monthly_limit,
             perTxLimit: row.per_tx_limit,
@@ -149,33 +207,13 @@ export function createBudgetsService({ db, clock, audit, cache }: BudgetsDeps) {
     async check(
       actor: Actor,
       address: string,
-      amount: string,
+      input: { amount: string; asset?: string | undefined },
       options: { fresh?: boolean } = {},
     ): Promise<BudgetCheck> {
       const now = clock();
-      const budget = await budgetOf(actor.organizationId, address, options.fresh);
-      if (!budget) {
-        if (!(await findAgent(db, address))) throw new AgentNotFoundError(address);
-        return {
-          allowed: false,
-          amount,
-          dailyRemaining: '0',
-          monthlyRemaining: '0',
-          perTxLimit: null,
-          reason: 'NO_BUDGET',
-          ...resets(now),
-        };
-      }
-      const evaluation = evaluateSpend(budget.state, BigInt(amount), now);
-      return {
-        allowed: evaluation.allowed,
-        amount,
-        dailyRemaining: evaluation.dailyRemaining.toString(),
-        monthlyRemaining: evaluation.monthlyRemaining.toString(),
-        perTxLimit: budget.row.per_tx_limit,
-        reason: evaluation.reason,
-        ...resets(now),
-      };
+      const budget = await budgetOf(keyOf(actor, address, input.asset), options.fresh);
+      if (!budget && !(await findAgent(db, address))) throw new AgentNotFoundError(address);
+      return checkAnswer(budget, input.amount, now);
     },
 
     /**
@@ -187,14 +225,16 @@ export function createBudgetsService({ db, clock, audit, cache }: BudgetsDeps) {
     async spend(
       actor: Actor,
       address: string,
-      amount: string,
+      input: AmountInput,
       executor: Kysely<DB> = db,
       afterCommit: (effect: () => void) => void = (effect) => effect(),
     ): Promise<SpendResult> {
       const now = clock();
-      const row = await repo.spend(executor, {
-        agent: address,
-        amount,
+      const key = keyOf(actor, address, input.asset);
+      const row = await repo.reserve(executor, 'spend', {
+        ...key,
+        amount: input.amount,
+        counterparty: input.counterparty ?? null,
         day: dayStart(now),
         month: monthStart(now),
         now,
@@ -202,21 +242,19 @@ export function createBudgetsService({ db, clock, audit, cache }: BudgetsDeps) {
       });
       if (!row) {
         await requireRegistered(executor, address);
-        throw new BudgetNotSetError(address);
+        throw new BudgetNotSetError(address, key.asset);
       }
       // The counters changed: this process's next check must not see the old ones. Inside an
       // idempotent request the row is dropped once that transaction has committed.
       afterCommit(() => cache?.invalidate('budgets', address));
-      const dailyRemaining = BigInt(row.daily_limit) - BigInt(row.daily_spent);
-      const monthlyRemaining = BigInt(row.monthly_limit) - BigInt(row.monthly_spent);
       const result: SpendResult = {
         allowed: row.last_refusal === null,
-        amount,
-        spendId: row.spend_id,
+        amount: input.amount,
+        spendId: row.spend_id as string,
         dailySpent: row.daily_spent,
         monthlySpent: row.monthly_spent,
-        dailyRemaining: (dailyRemaining > 0n ? dailyRemaining : 0n).toString(),
-        monthlyRemaining: (monthlyRemaining > 0n ? monthlyRemaining : 0n).toString(),
+        dailyRemaining: positive(BigInt(row.daily_limit) - BigInt(row.daily_spent) - BigInt(row.daily_held)),
+        monthlyRemaining: positive(BigInt(row.monthly_limit) - BigInt(row.monthly_spent) - BigInt(row.monthly_held)),
         perTxLimit: row.per_tx_limit,
         reason: row.last_refusal as SpendResult['reason'],
         ...resets(now),
@@ -226,6 +264,103 @@ export function createBudgetsService({ db, clock, audit, cache }: BudgetsDeps) {
         throw new BudgetExceededError({ ...details, reason: row.last_refusal as string });
       }
       return result;
+    },
+
+    /** The organization's ledger of the agent: spends, captures and refused attempts, newest first. */
+    async listSpends(actor: Actor, address: string, query: ListSpendsQuery) {
+      const rows = await repo.listSpends(
+        db,
+        {
+          organizationId: actor.organizationId,
+          agent: address,
+          status: query.status,
+          asset: query.asset,
+          from: query.from === undefined ? undefined : new Date(query.from * 1000),
+          to: query.to === undefined ? undefined : new Date(query.to * 1000),
+          beforeId: query.cursor === undefined ? undefined : idFromCursor(query.cursor),
+        },
+        query.limit,
+      );
+      if (rows.length === 0 && !(await findAgent(db, address))) throw new AgentNotFoundError(address);
+      const { items, nextCursor } = page(rows, query.limit);
+      return {
+        spends: items.map((r) => ({
+          spendId: r.id,
+          kind: r.kind,
+          asset: r.asset,
+          amount: r.amount,
+          accepted: r.accepted,
+          reason: r.reason,
+          counterparty: r.counterparty,
+          refunded: r.refunded,
+          authorizationId: r.authorization_id,
+          actorKeyId: r.actor_key_id,
+          createdAt: toUnixSeconds(r.created_at),
+        })),
+        nextCursor,
+      };
+    },
+
+    /**
+     * Refunds an accepted spend (all of what is left, or `amount`): the budget gets it back in the
+     * windows the spend counted in while they are the current ones; a refund never exceeds what
+     * was spent, however many run at once.
+     */
+    async refund(
+      actor: Actor,
+      address: string,
+      spendId: string,
+      input: { amount?: string | undefined; reason?: string | undefined },
+      executor: Kysely<DB> = db,
+      afterCommit: (effect: () => void) => void = (effect) => effect(),
+    ) {
+      const now = clock();
+      const spend = await repo.findSpend(executor, actor.organizationId, address, spendId);
+      if (!spend) throw new SpendNotFoundError(spendId);
+      const left = BigInt(spend.amount) - BigInt(spend.refunded);
+      const amount = input.amount ?? left.toString();
+      const refusal = !spend.accepted
+        ? 'a refused attempt spent nothing to refund'
+        : left === 0n
+          ? 'the spend is already refunded in full'
+          : BigInt(amount) > left
+            ? `at most ${left} is left to refund`
+            : null;
+      const row =
+        refusal === null
+          ? await repo.refund(executor, {
+              organizationId: actor.organizationId,
+              agent: address,
+              spendId,
+              amount,
+              reason: input.reason ?? null,
+              day: dayStart(now),
+              month: monthStart(now),
+              now,
+              audit: auditMeta(actor, now),
+            })
+          : undefined;
+      if (!row) {
+        throw new DomainError(
+          'REFUND_NOT_ALLOWED',
+          `refund refused: ${refusal ?? 'another refund took what was left'}`,
+          {
+            spendId,
+            amount: spend.amount,
+            refunded: spend.refunded,
+          },
+        );
+      }
+      afterCommit(() => cache?.invalidate('budgets', address));
+      return {
+        refundId: row.refund_id,
+        spendId: row.spend_id,
+        amount: row.amount,
+        refunded: row.refunded,
+        restoredDaily: row.restored_daily,
+        restoredMonthly: row.restored_monthly,
+        createdAt: toUnixSeconds(row.created_at),
+      };
     },
   };
 }

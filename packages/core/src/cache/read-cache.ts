@@ -1,6 +1,7 @@
 import type { Database } from '@vouch/db';
 
-export type CacheSpace = 'agents' | 'budgets';
+export type CacheSpace = 'agents' | 'budgets' | 'policies';
+const SPACES: readonly CacheSpace[] = ['agents', 'budgets', 'policies'];
 
 /**
  * A per-process cache of hot reads (an agent's score, a budget row), dropped entry by
@@ -28,11 +29,15 @@ export const CACHE_CHANNEL = 'vouch_cache';
 export async function createReadCache(database: Database, options: { maxEntries?: number } = {}): Promise<ReadCache> {
   const max = options.maxEntries ?? 100_000;
   // One map per space: a lookup needs no composed key.
-  const spaces: Record<CacheSpace, Map<string, unknown>> = { agents: new Map(), budgets: new Map() };
-  const clear = () => {
-    spaces.agents.clear();
-    spaces.budgets.clear();
+  const spaces: Record<CacheSpace, Map<string, unknown>> = {
+    agents: new Map(),
+    budgets: new Map(),
+    policies: new Map(),
   };
+  const clear = () => {
+    for (const space of SPACES) spaces[space].clear();
+  };
+  const size = () => spaces.agents.size + spaces.budgets.size + spaces.policies.size;
   let active = false;
   // Bumped by every invalidation: a load that saw an older epoch must not be stored.
   let epoch = 0;
@@ -47,11 +52,11 @@ export async function createReadCache(database: Database, options: { maxEntries?
     onNotify(payload) {
       const separator = payload.indexOf(':');
       const space = payload.slice(0, separator);
-      if (space !== 'agents' && space !== 'budgets') {
+      if (!(SPACES as readonly string[]).includes(space)) {
         epoch++;
         return;
       }
-      invalidate(space, payload.slice(separator + 1));
+      invalidate(space as CacheSpace, payload.slice(separator + 1));
     },
     onReady() {
       epoch++;
@@ -78,16 +83,16 @@ export async function createReadCache(database: Database, options: { maxEntries?
       const value = await load();
       if (active && seen === epoch) {
         entries.set(key, value);
-        if (spaces.agents.size + spaces.budgets.size > max) {
-          // From the fuller space; maps keep insertion order, so the entry stored first goes.
-          const fuller = spaces.agents.size >= spaces.budgets.size ? spaces.agents : spaces.budgets;
-          fuller.delete(fuller.keys().next().value as string);
+        if (size() > max) {
+          // From the fullest space; maps keep insertion order, so the entry stored first goes.
+          const fullest = SPACES.map((s) => spaces[s]).reduce((a, b) => (b.size > a.size ? b : a));
+          fullest.delete(fullest.keys().next().value as string);
         }
       }
       return value;
     },
     invalidate,
-    size: () => spaces.agents.size + spaces.budgets.size,
+    size,
     close: () => listening.close(),
   };
 }

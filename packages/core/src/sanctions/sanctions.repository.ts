@@ -122,3 +122,28 @@ export const sanctionedSql = (column: string) => sql<boolean>`EXISTS (
 export async function lockImports(trx: Executor): Promise<void> {
   await sql`SELECT pg_advisory_xact_lock(740011)`.execute(trx);
 }
+
+/**
+ * What a decision screens, in one statement: the active list (or nulls without one), and whether
+ * the agent, its owner (as registered) and the counterparty are on it.
+ */
+export async function decisionScreening(db: Executor, agent: string, counterparty: string | null) {
+  const result = await sql<{
+    name: string | null;
+    snapshot_date: string | null;
+    entries: number | null;
+    content_hash: string | null;
+    agent_listed: boolean;
+    owner_listed: boolean;
+    counterparty_listed: boolean;
+  }>`
+    SELECT ss.name, ss.snapshot_date, ss.entries, ss.content_hash,
+      EXISTS (SELECT 1 FROM sanctions_entries e WHERE e.snapshot_id = ss.id AND e.address = ${agent}) AS agent_listed,
+      EXISTS (SELECT 1 FROM sanctions_entries e JOIN agents a ON a.address = ${agent} AND e.address = a.owner
+        WHERE e.snapshot_id = ss.id) AS owner_listed,
+      EXISTS (SELECT 1 FROM sanctions_entries e WHERE e.snapshot_id = ss.id AND e.address = ${counterparty}) AS counterparty_listed
+    FROM (SELECT 1) AS one LEFT JOIN sanctions_snapshots ss ON ss.is_active`.execute(db);
+  const row = result.rows[0];
+  if (!row) throw new Error('the screening returned no row');
+  return row;
+}

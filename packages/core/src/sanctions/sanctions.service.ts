@@ -182,6 +182,26 @@ export function createSanctionsService({ db, clock, rescore }: SanctionsDeps) {
   return {
     screenMany,
 
+    /** The agent, its owner and the counterparty against the active list, and the list itself (null without one); not recorded. */
+    async forDecision(agent: string, counterparty: string | null, executor: Kysely<DB> = db) {
+      const row = await repo.decisionScreening(executor, agent, counterparty);
+      const list =
+        row.name === null
+          ? null
+          : sourceOf({
+              name: row.name,
+              snapshot_date: row.snapshot_date as string,
+              entries: row.entries as number,
+              content_hash: row.content_hash,
+            });
+      return {
+        list,
+        agent: row.agent_listed,
+        owner: row.owner_listed,
+        counterparty: counterparty !== null && row.counterparty_listed,
+      };
+    },
+
     async screen(address: string): Promise<ScreeningResult> {
       const [result] = await screenMany([address]);
       if (!result) throw new Error('screening returned nothing');
@@ -189,8 +209,8 @@ export function createSanctionsService({ db, clock, rescore }: SanctionsDeps) {
     },
 
     /** Whether each address is on the active list, without recording a screening. */
-    async isSanctioned(addresses: string[]): Promise<Map<string, string[]>> {
-      return repo.matches(db, addresses);
+    async isSanctioned(addresses: string[], executor: Kysely<DB> = db): Promise<Map<string, string[]>> {
+      return repo.matches(executor, addresses);
     },
 
     activeSnapshot: () => repo.activeSnapshot(db),

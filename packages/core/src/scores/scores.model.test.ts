@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { computeScore, type ScoreInputs, scoreWeights, weiToEther } from './scores.model.ts';
+import { computeScore, confidenceOf, type ScoreInputs, scoreWeights, weiToEther } from './scores.model.ts';
 
 const worked: ScoreInputs = {
   successRate: 0.98,
@@ -155,5 +155,24 @@ describe('weiToEther', () => {
     expect(Number.isFinite(value)).toBe(true);
     expect(value / (Number(2n ** 256n) / 1e18)).toBeCloseTo(1, 10);
     expect(value).toBeGreaterThan(1e59);
+  });
+});
+
+describe('confidenceOf', () => {
+  const now = new Date('2026-06-01T00:00:00Z');
+  const daysAgo = (days: number) => new Date(now.getTime() - days * 86_400_000);
+
+  it('grows with evidence and age, saturating, and says when history is insufficient', () => {
+    expect(confidenceOf(0, daysAgo(400), now)).toEqual({ confidence: 0, state: 'insufficient_history' });
+    expect(confidenceOf(10, daysAgo(30), now)).toEqual({ confidence: 0.5, state: 'established' });
+    expect(confidenceOf(90, daysAgo(365), now)).toEqual({ confidence: 0.9, state: 'established' });
+    expect(confidenceOf(90, daysAgo(15), now)).toEqual({ confidence: 0.45, state: 'established' });
+    // Thresholds: 5 transactions and 7 days.
+    expect(confidenceOf(4, daysAgo(100), now).state).toBe('insufficient_history');
+    expect(confidenceOf(5, daysAgo(7), now).state).toBe('established');
+    expect(confidenceOf(500, daysAgo(6.9), now).state).toBe('insufficient_history');
+    // Never above 1, never below 0, whatever the clock says.
+    expect(confidenceOf(1_000_000, daysAgo(10_000), now).confidence).toBe(1);
+    expect(confidenceOf(50, new Date(now.getTime() + 86_400_000), now).confidence).toBe(0);
   });
 });

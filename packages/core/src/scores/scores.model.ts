@@ -1,6 +1,9 @@
 import { formatEther } from 'viem';
 
 /** Inputs of the score model, already in its units (docs/api.md "Scores"). */
+/** Names the score model (weights, normalizations, confidence) that produced a score or a decision. */
+export const SCORE_MODEL_VERSION = 'vouch-score-1';
+
 export interface ScoreInputs {
   successRate: number;
   /** Total volume in ether units (wei / 1e18). */
@@ -71,4 +74,34 @@ export function computeScore(inputs: ScoreInputs): { score: number; factors: Sco
   const unknown = inputs.volumeEther === 0 && inputs.transactionCount === 0 && inputs.accountAgeDays === 0;
   const score = inputs.sanctioned || unknown ? 0 : Math.min(1000, Math.max(0, Math.round(sum * 1000)));
   return { score, factors };
+}
+
+/** Below this many recorded transactions counted by the model, a score rests on too little to go by. */
+export const CONFIDENCE_MIN_EVIDENCE = 5;
+/** And below this many days since the agent was first seen. */
+export const CONFIDENCE_MIN_AGE_DAYS = 7;
+/** Evidence at which the evidence factor reaches one half (saturating: 10 → 0.5, 90 → 0.9). */
+const EVIDENCE_HALF = 10;
+/** Days after which age no longer limits confidence. */
+const AGE_FULL_DAYS = 30;
+
+export type ScoreState = 'established' | 'insufficient_history';
+
+/**
+ * How much a score can be relied on, 0–1, from how much it rests on: the transactions the model
+ * counted (n / (n + 10)) times how long the agent has been known (days / 30, at most 1), rounded to
+ * two decimals. `insufficient_history` below CONFIDENCE_MIN_EVIDENCE transactions or
+ * CONFIDENCE_MIN_AGE_DAYS days: a score of such an agent says little either way.
+ */
+export function confidenceOf(
+  evidence: number,
+  firstSeenAt: Date,
+  now: Date,
+): { confidence: number; state: ScoreState } {
+  const n = Math.max(0, evidence);
+  const ageDays = Math.max(0, (now.getTime() - firstSeenAt.getTime()) / 86_400_000);
+  const confidence = Math.round((n / (n + EVIDENCE_HALF)) * Math.min(1, ageDays / AGE_FULL_DAYS) * 100) / 100;
+  const state =
+    n < CONFIDENCE_MIN_EVIDENCE || ageDays < CONFIDENCE_MIN_AGE_DAYS ? 'insufficient_history' : 'established';
+  return { confidence, state };
 }

@@ -6,7 +6,7 @@ import type { Actor } from '../shared/actor.ts';
 import type { Clock } from '../shared/clock.ts';
 import { AgentNotFoundError, DomainError, ForbiddenError } from '../shared/errors.ts';
 import type { ScoreBasis } from '../transactions/transactions.model.ts';
-import { computeScore, type ScoreInputs, weiToEther } from './scores.model.ts';
+import { computeScore, confidenceOf, type ScoreInputs, weiToEther } from './scores.model.ts';
 import * as repo from './scores.repository.ts';
 
 export interface BatchEntry {
@@ -95,6 +95,7 @@ export function createScoresService({ db, clock, audit, basis = 'all', chainConf
         grade: gradeFor(score),
         color: colorFor(score),
         currentScore: row.score,
+        ...confidenceOf(row.transaction_count, row.first_seen_at, now),
         factors,
         counted: {
           basis,

@@ -10,10 +10,17 @@ export const errorStatus: Record<ErrorCode, number> = {
   BUDGET_NOT_FOUND: 404,
   JOB_NOT_FOUND: 404,
   NOT_FOUND: 404,
+  AUTHORIZATION_NOT_FOUND: 404,
+  SPEND_NOT_FOUND: 404,
+  DECISION_NOT_FOUND: 404,
+  APPROVAL_NOT_FOUND: 404,
+  POLICY_NOT_FOUND: 404,
   AGENT_ALREADY_REGISTERED: 409,
   ORGANIZATION_EXISTS: 409,
   TRANSACTION_CONFLICT: 409,
   IDEMPOTENCY_IN_PROGRESS: 409,
+  AUTHORIZATION_NOT_HELD: 409,
+  APPROVAL_NOT_PENDING: 409,
   REQUEST_TIMEOUT: 408,
   PAYLOAD_TOO_LARGE: 413,
   HEADERS_TOO_LARGE: 431,
@@ -22,6 +29,9 @@ export const errorStatus: Record<ErrorCode, number> = {
   BUDGET_NOT_SET: 422,
   AGENT_NOT_REGISTERED: 422,
   IDEMPOTENCY_KEY_REUSED: 422,
+  CAPTURE_EXCEEDS_HOLD: 422,
+  REFUND_NOT_ALLOWED: 422,
+  APPROVAL_MISMATCH: 422,
   RATE_LIMITED: 429,
   SERVICE_UNAVAILABLE: 503,
   INTERNAL_ERROR: 500,
@@ -74,8 +84,13 @@ export class BudgetNotFoundError extends DomainError {
 }
 
 export class BudgetNotSetError extends DomainError {
-  constructor(address: string) {
-    super('BUDGET_NOT_SET', `agent ${address} has no budget; set one before spending`);
+  constructor(address: string, asset = '') {
+    super(
+      'BUDGET_NOT_SET',
+      asset === ''
+        ? `agent ${address} has no budget; set one before spending`
+        : `agent ${address} has no budget in ${asset}; set one before spending it`,
+    );
   }
 }
 

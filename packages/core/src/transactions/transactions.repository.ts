@@ -110,3 +110,17 @@ export async function transactionsToRecheck(
     LIMIT ${v.limit}`.execute(db);
   return result.rows;
 }
+
+/** A page of the agent's recorded transactions, newest recorded first; `limit + 1` rows tell whether there is more. */
+export function listTransactions(db: Executor, agent: string, beforeId: string | undefined, limit: number) {
+  let query = db
+    .selectFrom('transactions')
+    .selectAll()
+    .select(sql<string>`id::text`.as('id'))
+    .where('agent', '=', agent);
+  if (beforeId) query = query.where('transactions.id', '<', beforeId);
+  return query
+    .orderBy('transactions.id', 'desc')
+    .limit(limit + 1)
+    .execute();
+}

@@ -11,6 +11,7 @@ import { assertOwns } from '../agents/agents.service.ts';
 import type { AuditService } from '../audit/audit.service.ts';
 import type { Actor } from '../shared/actor.ts';
 import { type Clock, toUnixSeconds } from '../shared/clock.ts';
+import { idFromCursor, page } from '../shared/cursor.ts';
 import { AgentNotFoundError, TransactionConflictError, ValidationError } from '../shared/errors.ts';
 import * as repo from './transactions.repository.ts';
 
@@ -130,6 +131,19 @@ export function createTransactionsService({
         else if (!executor.isTransaction) effect();
       }
       return { created, record: toRecord(row) };
+    },
+
+    /** The agent's recorded transactions, newest recorded first (paginated). */
+    async list(address: string, query: { limit: number; cursor?: string | undefined }) {
+      const rows = await repo.listTransactions(
+        db,
+        address,
+        query.cursor === undefined ? undefined : idFromCursor(query.cursor),
+        query.limit,
+      );
+      if (rows.length === 0 && !(await findAgent(db, address))) throw new AgentNotFoundError(address);
+      const { items, nextCursor } = page(rows, query.limit);
+      return { transactions: items.map(toRecord), nextCursor };
     },
 
     async stats(address: string): Promise<TransactionStats> {

@@ -193,8 +193,8 @@ export function createVerificationService({ db, clock, chain, thresholds }: Veri
       });
     },
 
-    latest(address: string) {
-      return repo.latestVerification(db, address);
+    latest(address: string, executor: Kysely<DB> = db) {
+      return repo.latestVerification(executor, address);
     },
   };
 }

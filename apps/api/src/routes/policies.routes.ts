@@ -1,0 +1,52 @@
+import type { Services } from '@vouch/core';
+import { policy, policyBody, policyQuery, policyVersions } from '@vouch/schemas';
+import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
+import { ok, responses } from '../http.ts';
+import { actorOf } from '../plugins/auth.ts';
+
+/** `/api/policies/default`: the organization's default rule set, for agents without one of their own. */
+export const policiesRoutes: FastifyPluginAsyncZod<{ services: Services }> = async (app, { services }) => {
+  app.get('/api/policies/default', {
+    schema: {
+      operationId: 'getDefaultPolicy',
+      tags: ['decisions'],
+      summary: 'The organization’s default policy (?version= for an earlier one)',
+      querystring: policyQuery,
+      response: responses({ 200: policy }, [404]),
+    },
+    handler: async (req) => ok(await services.policies.get(actorOf(req), null, req.query.version)),
+  });
+
+  app.get('/api/policies/default/versions', {
+    schema: {
+      operationId: 'listDefaultPolicyVersions',
+      tags: ['decisions'],
+      summary: 'Every version of the default policy, newest first',
+      response: responses({ 200: policyVersions }, []),
+    },
+    handler: async (req) => ok(await services.policies.versions(actorOf(req), null)),
+  });
+
+  app.put('/api/policies/default', {
+    config: { scope: 'manage' },
+    schema: {
+      operationId: 'setDefaultPolicy',
+      tags: ['decisions'],
+      summary: 'Replace the default policy (a new version): ordered rules, first match wins, deny when none matches',
+      body: policyBody,
+      response: responses({ 200: policy }, [413, 415]),
+    },
+    handler: async (req) => ok(await services.policies.put(actorOf(req), null, req.body)),
+  });
+
+  app.delete('/api/policies/default', {
+    config: { scope: 'manage' },
+    schema: {
+      operationId: 'deleteDefaultPolicy',
+      tags: ['decisions'],
+      summary: 'Delete the default policy (a version without rules; the history stays)',
+      response: responses({ 200: policy }, [404]),
+    },
+    handler: async (req) => ok(await services.policies.remove(actorOf(req), null)),
+  });
+};

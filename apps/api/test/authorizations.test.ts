@@ -1,0 +1,350 @@
+import {
+  authorization,
+  authorizationResult,
+  budget,
+  captureResult,
+  failureEnvelope,
+  refundResult,
+  spendList,
+  successEnvelope,
+  transactionList,
+} from '@vouch/schemas';
+import { createAgentWithBudget, createTestApp, get, post, recordTx, type TestContext } from '@vouch/testkit';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+
+let t: TestContext;
+beforeAll(async () => {
+  t = await createTestApp({ start: '2026-03-10T12:00:00Z' });
+});
+afterAll(() => t.close());
+
+const limits = { dailyLimit: '1000', monthlyLimit: '5000', perTxLimit: '600' };
+
+async function hold(agent: string, body: Record<string, unknown>, headers: Record<string, string> = {}) {
+  return post(t.app, `/api/budgets/${agent}/authorizations`, body, headers);
+}
+async function held(agent: string, body: Record<string, unknown>) {
+  const res = await hold(agent, body);
+  expect(res.statusCode, res.body).toBe(201);
+  return successEnvelope(authorizationResult).parse(res.json()).data;
+}
+async function readBudget(agent: string, asset?: string) {
+  const res = await get(t.app, `/api/budgets/${agent}${asset ? `?asset=${encodeURIComponent(asset)}` : ''}`);
+  expect(res.statusCode, res.body).toBe(200);
+  return successEnvelope(budget).parse(res.json()).data;
+}
+const code = (res: { json(): unknown }) => failureEnvelope.parse(res.json()).error.code;
+
+describe('holds', () => {
+  it('reserve against every limit at once, and count as spent for every later spend and hold', async () => {
+    const agent = await createAgentWithBudget(t.app, limits);
+    const h = await held(agent, { amount: '600', counterparty: `0x${'c'.repeat(40)}`, metadata: { order: 'o-1' } });
+    expect(h).toMatchObject({
+      status: 'held',
+      amount: '600',
+      captured: '0',
+      counterparty: `0x${'c'.repeat(40)}`,
+      metadata: { order: 'o-1' },
+      dailyRemaining: '400',
+      monthlyRemaining: '4400',
+      expiresAt: Math.floor(t.clock.now.getTime() / 1000) + 3600,
+    });
+    expect(await readBudget(agent)).toMatchObject({ dailySpent: '0', dailyHeld: '600', dailyRemaining: '400' });
+    // 600 held + 401 would pass the daily limit.
+    const over = await post(t.app, `/api/budgets/${agent}/spend`, { amount: '401' });
+    expect(over.json().error.details.reason).toBe('DAILY_LIMIT');
+    const refused = await hold(agent, { amount: '401' });
+    expect(refused.statusCode).toBe(422);
+    expect(refused.json().error).toMatchObject({ code: 'BUDGET_EXCEEDED', details: { reason: 'DAILY_LIMIT' } });
+    expect((await post(t.app, `/api/budgets/${agent}/check`, { amount: '400' })).json().data.allowed).toBe(true);
+    // A refused hold is in the ledger as a refused attempt.
+    const ledger = successEnvelope(spendList).parse((await get(t.app, `/api/budgets/${agent}/spends`)).json()).data;
+    expect(ledger.spends.map((s) => [s.kind, s.accepted, s.reason])).toEqual([
+      ['authorization', false, 'DAILY_LIMIT'],
+      ['spend', false, 'DAILY_LIMIT'],
+    ]);
+  });
+
+  it('capture in part: the capture is spent, the rest released, once', async () => {
+    const agent = await createAgentWithBudget(t.app, limits);
+    const h = await held(agent, { amount: '500' });
+    const url = `/api/budgets/${agent}/authorizations/${h.authorizationId}`;
+    const captured = await post(t.app, `${url}/capture`, { amount: '300' });
+    expect(captured.statusCode, captured.body).toBe(200);
+    const result = successEnvelope(captureResult).parse(captured.json()).data;
+    expect(result.authorization).toMatchObject({ status: 'captured', amount: '500', captured: '300' });
+    expect(await readBudget(agent)).toMatchObject({ dailySpent: '300', dailyHeld: '0', dailyRemaining: '700' });
+    // Once only: again, or a void after it, is refused and changes nothing.
+    for (const again of [await post(t.app, `${url}/capture`, {}), await post(t.app, `${url}/void`, {})]) {
+      expect(again.statusCode).toBe(409);
+      expect(again.json().error).toMatchObject({ code: 'AUTHORIZATION_NOT_HELD', details: { status: 'captured' } });
+    }
+    expect(await readBudget(agent)).toMatchObject({ dailySpent: '300', dailyHeld: '0' });
+    const ledger = (await get(t.app, `/api/budgets/${agent}/spends?status=accepted`)).json().data.spends;
+    expect(ledger).toEqual([
+      expect.objectContaining({
+        spendId: result.spendId,
+        kind: 'capture',
+        amount: '300',
+        authorizationId: h.authorizationId,
+      }),
+    ]);
+  });
+
+  it('capture of the whole hold by default; more than is held is refused and the hold stays', async () => {
+    const agent = await createAgentWithBudget(t.app, limits);
+    const h = await held(agent, { amount: '250' });
+    const url = `/api/budgets/${agent}/authorizations/${h.authorizationId}`;
+    const tooMuch = await post(t.app, `${url}/capture`, { amount: '251' });
+    expect(tooMuch.statusCode).toBe(422);
+    expect(code(tooMuch)).toBe('CAPTURE_EXCEEDS_HOLD');
+    expect((await get(t.app, url)).json().data.status).toBe('held');
+    // No body at all: the whole hold.
+    const all = await t.app.inject({ method: 'POST', url: `${url}/capture` });
+    expect(all.statusCode, all.body).toBe(200);
+    expect(all.json().data.authorization.captured).toBe('250');
+    expect(await readBudget(agent)).toMatchObject({ dailySpent: '250', dailyHeld: '0' });
+  });
+
+  it('void releases everything; unknown holds are 404', async () => {
+    const agent = await createAgentWithBudget(t.app, limits);
+    const h = await held(agent, { amount: '100' });
+    const voided = await post(t.app, `/api/budgets/${agent}/authorizations/${h.authorizationId}/void`, {});
+    expect(successEnvelope(authorization).parse(voided.json()).data).toMatchObject({ status: 'voided', captured: '0' });
+    expect(await readBudget(agent)).toMatchObject({ dailySpent: '0', dailyHeld: '0', dailyRemaining: '1000' });
+    expect(code(await post(t.app, `/api/budgets/${agent}/authorizations/99999999/void`, {}))).toBe(
+      'AUTHORIZATION_NOT_FOUND',
+    );
+    expect((await get(t.app, `/api/budgets/${agent}/authorizations/abc`)).statusCode).toBe(400);
+  });
+
+  it('expire: past its time a hold can no longer be captured, and the sweep gives back what it held', async () => {
+    const agent = await createAgentWithBudget(t.app, limits);
+    const h = await held(agent, { amount: '400', expiresIn: 60 });
+    t.clock.advance(61_000);
+    const late = await post(t.app, `/api/budgets/${agent}/authorizations/${h.authorizationId}/capture`, {});
+    expect(late.statusCode).toBe(409);
+    expect(late.json().error.details.status).toBe('expired');
+    // Until the sweep, what it held still counts (failing closed).
+    expect(await readBudget(agent)).toMatchObject({ dailyHeld: '400' });
+    const expired = await t.services.authorizations.expireDue();
+    expect(expired.map((e) => String(e.id))).toContain(h.authorizationId);
+    expect(await readBudget(agent)).toMatchObject({ dailyHeld: '0', dailyRemaining: '1000' });
+    expect((await get(t.app, `/api/budgets/${agent}/authorizations/${h.authorizationId}`)).json().data).toMatchObject({
+      status: 'expired',
+      captured: '0',
+    });
+    // Once: a second sweep finds nothing of it.
+    expect((await t.services.authorizations.expireDue()).map((e) => String(e.id))).not.toContain(h.authorizationId);
+  });
+
+  it('a hold of yesterday captured today is spent in yesterday’s day and this month', async () => {
+    t.clock.set('2026-03-11T23:59:00Z');
+    const agent = await createAgentWithBudget(t.app, limits);
+    const h = await held(agent, { amount: '500', expiresIn: 7200 });
+    t.clock.set('2026-03-12T00:30:00Z');
+    // Today's window is free of yesterday's hold; the month still counts it.
+    expect(await readBudget(agent)).toMatchObject({ dailyHeld: '0', monthlyHeld: '500', dailyRemaining: '1000' });
+    await post(t.app, `/api/budgets/${agent}/authorizations/${h.authorizationId}/capture`, {});
+    expect(await readBudget(agent)).toMatchObject({
+      dailySpent: '0',
+      dailyHeld: '0',
+      monthlySpent: '500',
+      monthlyHeld: '0',
+    });
+    t.clock.set('2026-03-12T12:00:00Z');
+  });
+
+  it('is idempotent on its own key: a retry replays, another body is refused', async () => {
+    const agent = await createAgentWithBudget(t.app, limits);
+    const first = await hold(agent, { amount: '10' }, { 'idempotency-key': 'hold-1' });
+    const again = await hold(agent, { amount: '10' }, { 'idempotency-key': 'hold-1' });
+    expect(again.headers['idempotency-replayed']).toBe('true');
+    expect(again.json().data.authorizationId).toBe(first.json().data.authorizationId);
+    expect(code(await hold(agent, { amount: '11' }, { 'idempotency-key': 'hold-1' }))).toBe('IDEMPOTENCY_KEY_REUSED');
+    expect(await readBudget(agent)).toMatchObject({ dailyHeld: '10' });
+    const url = `/api/budgets/${agent}/authorizations/${first.json().data.authorizationId}/capture`;
+    const c1 = await post(t.app, url, { amount: '4' }, { 'idempotency-key': 'cap-1' });
+    const c2 = await post(t.app, url, { amount: '4' }, { 'idempotency-key': 'cap-1' });
+    expect([c1.statusCode, c2.statusCode, c2.headers['idempotency-replayed']]).toEqual([200, 200, 'true']);
+    expect(await readBudget(agent)).toMatchObject({ dailySpent: '4', dailyHeld: '0' });
+  });
+
+  it('refuses bad input with 400 and stores nothing', async () => {
+    const agent = await createAgentWithBudget(t.app, limits);
+    for (const body of [
+      {},
+      { amount: '0' },
+      { amount: '-1' },
+      { amount: '5', expiresIn: 0 },
+      { amount: '5', expiresIn: 30 * 86_400 + 1 },
+      { amount: '5', asset: 'USDC' },
+      { amount: '5', counterparty: 'bob' },
+      { amount: '5', extra: true },
+    ]) {
+      const res = await hold(agent, body);
+      expect(res.statusCode, JSON.stringify(body)).toBe(400);
+    }
+    expect((await get(t.app, `/api/budgets/${agent}/authorizations`)).json().data.authorizations).toEqual([]);
+    expect((await get(t.app, `/api/budgets/${agent}/spends`)).json().data.spends).toEqual([]);
+  });
+});
+
+describe('refunds', () => {
+  it('give back to the windows the spend counted in, and never more than was spent', async () => {
+    const agent = await createAgentWithBudget(t.app, limits);
+    const spent = (await post(t.app, `/api/budgets/${agent}/spend`, { amount: '500' })).json().data;
+    const url = `/api/budgets/${agent}/spends/${spent.spendId}/refund`;
+    const part = await post(t.app, url, { amount: '200', reason: 'partial return' });
+    expect(part.statusCode, part.body).toBe(201);
+    expect(successEnvelope(refundResult).parse(part.json()).data).toMatchObject({
+      amount: '200',
+      refunded: '200',
+      restoredDaily: '200',
+      restoredMonthly: '200',
+    });
+    expect(await readBudget(agent)).toMatchObject({ dailySpent: '300', monthlySpent: '300' });
+    const tooMuch = await post(t.app, url, { amount: '301' });
+    expect(tooMuch.statusCode).toBe(422);
+    expect(tooMuch.json().error).toMatchObject({ code: 'REFUND_NOT_ALLOWED', details: { refunded: '200' } });
+    // The rest, by default.
+    expect((await post(t.app, url, {})).json().data).toMatchObject({ amount: '300', refunded: '500' });
+    expect(code(await post(t.app, url, {}))).toBe('REFUND_NOT_ALLOWED');
+    expect(await readBudget(agent)).toMatchObject({ dailySpent: '0', monthlySpent: '0' });
+    const entry = (await get(t.app, `/api/budgets/${agent}/spends`)).json().data.spends[0];
+    expect(entry).toMatchObject({ spendId: spent.spendId, refunded: '500' });
+  });
+
+  it('after the day has passed give back to the month only; a refused attempt cannot be refunded', async () => {
+    t.clock.set('2026-03-14T10:00:00Z');
+    const agent = await createAgentWithBudget(t.app, limits);
+    const spent = (await post(t.app, `/api/budgets/${agent}/spend`, { amount: '100' })).json().data;
+    const refused = (await post(t.app, `/api/budgets/${agent}/spend`, { amount: '700' })).json().error;
+    expect(refused.details.reason).toBe('PER_TX_LIMIT');
+    t.clock.set('2026-03-15T10:00:00Z');
+    const next = (await post(t.app, `/api/budgets/${agent}/spends/${spent.spendId}/refund`, { amount: '40' })).json()
+      .data;
+    expect(next).toMatchObject({ restoredDaily: '0', restoredMonthly: '40' });
+    expect(await readBudget(agent)).toMatchObject({ dailySpent: '0', monthlySpent: '60' });
+    const refusedId = (await get(t.app, `/api/budgets/${agent}/spends?status=refused`)).json().data.spends[0].spendId;
+    expect(code(await post(t.app, `/api/budgets/${agent}/spends/${refusedId}/refund`, {}))).toBe('REFUND_NOT_ALLOWED');
+    expect(code(await post(t.app, `/api/budgets/${agent}/spends/99999999/refund`, {}))).toBe('SPEND_NOT_FOUND');
+    t.clock.set('2026-03-15T12:00:00Z');
+  });
+});
+
+describe('budgets per asset', () => {
+  const usdc = 'eip155:8453/erc20:0x833589FCD6EDB6E08F4C7C32D4F71B54BDA02913';
+  const usdcLower = usdc.toLowerCase();
+
+  it('are kept apart from the default budget, in the asset’s own units', async () => {
+    const agent = await createAgentWithBudget(t.app, limits);
+    const set = await post(t.app, `/api/budgets/${agent}/set`, {
+      asset: usdc,
+      dailyLimit: '5000000',
+      monthlyLimit: '100000000',
+    });
+    expect(set.statusCode, set.body).toBe(200);
+    expect(set.json().data).toMatchObject({ asset: usdcLower, dailyLimit: '5000000', perTxLimit: '5000000' });
+    expect((await post(t.app, `/api/budgets/${agent}/spend`, { amount: '4000000', asset: usdc })).statusCode).toBe(200);
+    await held(agent, { amount: '900000', asset: usdcLower });
+    expect(await readBudget(agent, usdc)).toMatchObject({ dailySpent: '4000000', dailyHeld: '900000' });
+    // The default budget (wei) did not move.
+    expect(await readBudget(agent)).toMatchObject({ asset: '', dailySpent: '0', dailyHeld: '0' });
+    const check = await post(t.app, `/api/budgets/${agent}/check`, { amount: '100001', asset: usdc });
+    expect(check.json().data).toMatchObject({ allowed: false, reason: 'DAILY_LIMIT' });
+    // An asset without a budget of its own is not spent from the default one.
+    const other = 'eip155:1/erc20:0xdac17f958d2ee523a2206206994597c13d831ec7';
+    const none = await post(t.app, `/api/budgets/${agent}/spend`, { amount: '1', asset: other });
+    expect(none.statusCode).toBe(422);
+    expect(code(none)).toBe('BUDGET_NOT_SET');
+    expect((await post(t.app, `/api/budgets/${agent}/check`, { amount: '1', asset: other })).json().data.reason).toBe(
+      'NO_BUDGET',
+    );
+    const usdcLedger = (await get(t.app, `/api/budgets/${agent}/spends?asset=${encodeURIComponent(usdc)}`)).json().data;
+    expect(usdcLedger.spends.map((s: { asset: string; amount: string }) => [s.asset, s.amount])).toEqual([
+      [usdcLower, '4000000'],
+    ]);
+  });
+});
+
+describe('ledger reads', () => {
+  it('pages the spend ledger newest first, with status and time filters', async () => {
+    t.clock.set('2026-03-20T08:00:00Z');
+    const agent = await createAgentWithBudget(t.app, { dailyLimit: '100', monthlyLimit: '1000' });
+    const from = Math.floor(t.clock.now.getTime() / 1000);
+    for (const amount of ['10', '20', '30', '200', '40']) {
+      await post(t.app, `/api/budgets/${agent}/spend`, { amount });
+      t.clock.advance(60_000);
+    }
+    const all = successEnvelope(spendList).parse(
+      (await get(t.app, `/api/budgets/${agent}/spends?limit=2`)).json(),
+    ).data;
+    expect(all.spends.map((s) => s.amount)).toEqual(['40', '200']);
+    const rest = (await get(t.app, `/api/budgets/${agent}/spends?limit=10&cursor=${all.nextCursor}`)).json().data;
+    expect(rest.spends.map((s: { amount: string }) => s.amount)).toEqual(['30', '20', '10']);
+    expect(rest.nextCursor).toBeNull();
+    const refused = (await get(t.app, `/api/budgets/${agent}/spends?status=refused`)).json().data.spends;
+    expect(refused.map((s: { amount: string }) => s.amount)).toEqual(['200']);
+    const window = (await get(t.app, `/api/budgets/${agent}/spends?from=${from + 60}&to=${from + 180}`)).json().data;
+    expect(window.spends.map((s: { amount: string }) => s.amount)).toEqual(['30', '20']);
+    for (const bad of ['status=maybe', 'cursor=%%%', 'from=5&to=4', 'limit=0', 'asset=USDC']) {
+      expect((await get(t.app, `/api/budgets/${agent}/spends?${bad}`)).statusCode, bad).toBe(400);
+    }
+    expect((await get(t.app, `/api/budgets/0x${'9'.repeat(40)}/spends`)).statusCode).toBe(404);
+  });
+
+  it('pages an agent’s recorded transactions', async () => {
+    const agent = await createAgentWithBudget(t.app, limits);
+    for (const amount of ['1', '2', '3']) await recordTx(t.app, agent, { amount });
+    const first = successEnvelope(transactionList).parse(
+      (await get(t.app, `/api/transactions/${agent}?limit=2`)).json(),
+    ).data;
+    expect(first.transactions.map((x) => x.amount)).toEqual(['3', '2']);
+    const next = (await get(t.app, `/api/transactions/${agent}?cursor=${first.nextCursor}`)).json().data;
+    expect(next.transactions.map((x: { amount: string }) => x.amount)).toEqual(['1']);
+    expect((await get(t.app, `/api/transactions/0x${'8'.repeat(40)}`)).statusCode).toBe(404);
+  });
+});
+
+describe('under concurrency', () => {
+  it('admits exactly the limit when holds race, releases a hold once, and never refunds more than was spent', async () => {
+    const agent = await createAgentWithBudget(t.app, { dailyLimit: '1000', monthlyLimit: '100000', perTxLimit: '100' });
+    const holds = await Promise.all(
+      Array.from({ length: 40 }, () => post(t.app, `/api/budgets/${agent}/authorizations`, { amount: '100' })),
+    );
+    expect(holds.filter((r) => r.statusCode === 201)).toHaveLength(10);
+    expect(holds.filter((r) => r.statusCode === 422)).toHaveLength(30);
+    expect(await readBudget(agent)).toMatchObject({ dailyHeld: '1000', dailyRemaining: '0' });
+
+    // Capture, void and capture again of one hold at once: one wins, the budget moves once.
+    const id = holds.find((r) => r.statusCode === 201)?.json().data.authorizationId;
+    const url = `/api/budgets/${agent}/authorizations/${id}`;
+    const race = await Promise.all([
+      post(t.app, `${url}/capture`, { amount: '60' }),
+      post(t.app, `${url}/void`, {}),
+      post(t.app, `${url}/capture`, {}),
+    ]);
+    expect(race.map((r) => r.statusCode).filter((s) => s === 200)).toHaveLength(1);
+    expect(race.map((r) => r.statusCode).filter((s) => s === 409)).toHaveLength(2);
+    const after = await readBudget(agent);
+    expect(BigInt(after.dailyHeld)).toBe(900n);
+    expect(['0', '60', '100']).toContain(after.dailySpent);
+
+    // Ten refunds of 30 of a spend of 100 at once: three fit.
+    await Promise.all(
+      holds
+        .filter((r) => r.statusCode === 201 && r.json().data.authorizationId !== id)
+        .map((r) => post(t.app, `/api/budgets/${agent}/authorizations/${r.json().data.authorizationId}/void`, {})),
+    );
+    const spent = (await post(t.app, `/api/budgets/${agent}/spend`, { amount: '100' })).json().data;
+    const refunds = await Promise.all(
+      Array.from({ length: 10 }, () =>
+        post(t.app, `/api/budgets/${agent}/spends/${spent.spendId}/refund`, { amount: '30' }),
+      ),
+    );
+    expect(refunds.filter((r) => r.statusCode === 201)).toHaveLength(3);
+    const entry = (await get(t.app, `/api/budgets/${agent}/spends?status=accepted&limit=1`)).json().data.spends[0];
+    expect(entry).toMatchObject({ spendId: spent.spendId, refunded: '90' });
+  });
+});

@@ -1,0 +1,463 @@
+import { sql } from '@vouch/db';
+import { approval, decision, failureEnvelope, policy, successEnvelope } from '@vouch/schemas';
+import {
+  createAgent,
+  createAgentWithBudget,
+  createKey,
+  createOrganizationKey,
+  createTestApp,
+  get,
+  post,
+  randomAddress,
+  recordTx,
+  type TestContext,
+} from '@vouch/testkit';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+
+let t: TestContext;
+beforeAll(async () => {
+  // A Wednesday, 10:00 UTC.
+  t = await createTestApp({ start: '2026-06-10T10:00:00Z' });
+});
+afterAll(() => t.close());
+
+/** On the bundled OFAC list (data/sanctions). */
+const SANCTIONED = '0x098b716b8aaf21512996dc57eb0615e2383e2f96';
+const limits = { dailyLimit: '1000', monthlyLimit: '10000', perTxLimit: '800' };
+
+async function decideRaw(body: Record<string, unknown>, headers: Record<string, string> = {}) {
+  return post(t.app, '/api/decisions', body, headers);
+}
+async function decideOk(body: Record<string, unknown>) {
+  const res = await decideRaw(body);
+  expect(res.statusCode, res.body).toBe(200);
+  return successEnvelope(decision).parse(res.json()).data;
+}
+const codes = (d: { reasons: Array<{ code: string }> }) => d.reasons.map((r) => r.code);
+async function setPolicy(agent: string | null, rules: unknown[]) {
+  const res = await t.app.inject({
+    method: 'PUT',
+    url: agent ? `/api/agents/${agent}/policy` : '/api/policies/default',
+    payload: { rules },
+  });
+  expect(res.statusCode, res.body).toBe(200);
+  return successEnvelope(policy).parse(res.json()).data;
+}
+
+describe('a decision', () => {
+  it('allows a payment within budget with no policy, says why, and is stored as it was answered', async () => {
+    const agent = await createAgentWithBudget(t.app, limits);
+    const counterparty = randomAddress();
+    const d = await decideOk({ agent, amount: '100', counterparty, category: 'compute', context: { order: 'o-7' } });
+    expect(d).toMatchObject({
+      decision: 'allow',
+      agent,
+      amount: '100',
+      asset: '',
+      counterparty,
+      category: 'compute',
+      score: 0,
+      grade: 'D',
+      confidence: 0,
+      sanctions: {
+        agent: 'clear',
+        counterparty: 'clear',
+        list: { name: expect.any(String), snapshotDate: '2024-09-27', entries: 156, contentHash: expect.any(String) },
+      },
+      budget: { allowed: true, reason: null, dailyRemaining: '1000', monthlyRemaining: '10000' },
+      policy: { agent: null, version: null, matchedRule: null },
+      modelVersion: 'vouch-score-1',
+      authorization: null,
+      approvalId: null,
+    });
+    expect(codes(d)).toEqual(['NO_POLICY']);
+    // A decision changes no budget by itself.
+    expect((await get(t.app, `/api/budgets/${agent}`)).json().data.dailySpent).toBe('0');
+    const stored = await get(t.app, `/api/decisions/${d.decisionId}`);
+    expect(stored.json().data).toEqual(d);
+    const row = await t.database.db
+      .selectFrom('decisions')
+      .select(['context'])
+      .where('id', '=', d.decisionId)
+      .executeTakeFirstOrThrow();
+    expect(row.context).toEqual({ order: 'o-7' });
+    expect((await get(t.app, '/api/decisions/99999999')).json().error.code).toBe('DECISION_NOT_FOUND');
+  });
+
+  it('denies an unknown agent, one without a budget, and a payment over a limit, listing every reason', async () => {
+    const unknown = await decideOk({ agent: randomAddress(), amount: '1' });
+    expect(unknown.decision).toBe('deny');
+    expect(codes(unknown)).toEqual(['AGENT_UNKNOWN', 'NO_BUDGET', 'NO_POLICY']);
+    expect(unknown.score).toBeNull();
+
+    const observed = randomAddress();
+    await recordTx(t.app, observed);
+    expect(codes(await decideOk({ agent: observed, amount: '1' }))).toEqual([
+      'AGENT_NOT_REGISTERED',
+      'NO_BUDGET',
+      'NO_POLICY',
+    ]);
+
+    const agent = await createAgentWithBudget(t.app, limits);
+    expect(codes(await decideOk({ agent, amount: '801' }))).toEqual(['PER_TX_LIMIT', 'NO_POLICY']);
+    await post(t.app, `/api/budgets/${agent}/spend`, { amount: '700' });
+    const over = await decideOk({ agent, amount: '301' });
+    expect([over.decision, codes(over), over.budget?.dailyRemaining]).toEqual([
+      'deny',
+      ['DAILY_LIMIT', 'NO_POLICY'],
+      '300',
+    ]);
+  });
+
+  it('denies when the agent, its owner or the counterparty is sanctioned', async () => {
+    const agent = await createAgentWithBudget(t.app, limits);
+    const toListed = await decideOk({ agent, amount: '10', counterparty: SANCTIONED });
+    expect([toListed.decision, codes(toListed), toListed.sanctions.counterparty]).toEqual([
+      'deny',
+      ['COUNTERPARTY_SANCTIONED', 'NO_POLICY'],
+      'listed',
+    ]);
+    const owned = await createAgent(t.app, { owner: SANCTIONED });
+    await post(t.app, `/api/budgets/${owned}/set`, limits);
+    const byOwned = await decideOk({ agent: owned, amount: '10' });
+    expect([byOwned.decision, codes(byOwned), byOwned.sanctions.agent]).toEqual([
+      'deny',
+      ['OWNER_SANCTIONED', 'NO_POLICY'],
+      'listed',
+    ]);
+  });
+
+  it('fails closed without an active sanctions list: nobody passes', async () => {
+    const agent = await createAgentWithBudget(t.app, limits);
+    await sql`UPDATE sanctions_snapshots SET is_active = false WHERE is_active`.execute(t.database.db);
+    try {
+      const d = await decideOk({ agent, amount: '10', counterparty: randomAddress() });
+      expect([d.decision, codes(d)]).toEqual(['deny', ['SANCTIONS_LIST_UNAVAILABLE', 'NO_POLICY']]);
+      expect(d.sanctions).toEqual({ agent: 'unavailable', counterparty: 'unavailable', list: null });
+    } finally {
+      await sql`UPDATE sanctions_snapshots SET is_active = true
+        WHERE id = (SELECT max(id) FROM sanctions_snapshots)`.execute(t.database.db);
+    }
+  });
+
+  it('is idempotent on its key: a retry gets the stored decision, not a second one or a second hold', async () => {
+    const agent = await createAgentWithBudget(t.app, limits);
+    const body = { agent, amount: '40', hold: true };
+    const first = await decideRaw(body, { 'idempotency-key': 'pay-1' });
+    const again = await decideRaw(body, { 'idempotency-key': 'pay-1' });
+    expect([first.statusCode, again.statusCode, again.headers['idempotency-replayed']]).toEqual([200, 200, 'true']);
+    expect(again.json().data.decisionId).toBe(first.json().data.decisionId);
+    expect((await get(t.app, `/api/budgets/${agent}`)).json().data.dailyHeld).toBe('40');
+    expect((await decideRaw({ ...body, amount: '41' }, { 'idempotency-key': 'pay-1' })).json().error.code).toBe(
+      'IDEMPOTENCY_KEY_REUSED',
+    );
+    // An approval named under a key is read in the key's transaction too.
+    const invalid = await decideRaw({ agent, amount: '5', approvalId: '99999999' }, { 'idempotency-key': 'pay-2' });
+    expect(codes(invalid.json().data)).toContain('APPROVAL_INVALID');
+  });
+
+  it('refuses bad input with 400 and stores nothing', async () => {
+    const agent = await createAgentWithBudget(t.app, limits);
+    const before = await t.database.db
+      .selectFrom('decisions')
+      .select(sql<number>`count(*)::int`.as('n'))
+      .executeTakeFirst();
+    for (const body of [
+      {},
+      { agent },
+      { agent, amount: '0' },
+      { agent, amount: '1', asset: 'USDC' },
+      { agent, amount: '1', counterparty: 'x' },
+      { agent, amount: '1', hold: 'yes' },
+      { agent, amount: '1', approvalId: 'abc' },
+      { agent, amount: '1', extra: 1 },
+    ]) {
+      expect((await decideRaw(body)).statusCode, JSON.stringify(body)).toBe(400);
+    }
+    const after = await t.database.db
+      .selectFrom('decisions')
+      .select(sql<number>`count(*)::int`.as('n'))
+      .executeTakeFirst();
+    expect(after).toEqual(before);
+  });
+});
+
+describe('policies', () => {
+  it('apply the first matching rule; a rule set that matches nothing denies', async () => {
+    const agent = await createAgentWithBudget(t.app, limits);
+    const blocked = randomAddress();
+    await setPolicy(agent, [
+      { name: 'blocked', action: 'deny', when: { counterpartyIn: [blocked] } },
+      { name: 'big', action: 'review', when: { amountAbove: '500' } },
+      { name: 'compute', action: 'allow', when: { categoryIn: ['compute'] } },
+    ]);
+    const denied = await decideOk({ agent, amount: '10', counterparty: blocked, category: 'compute' });
+    expect([denied.decision, codes(denied), denied.policy]).toEqual([
+      'deny',
+      ['POLICY_DENY'],
+      { agent, version: 1, matchedRule: 'blocked' },
+    ]);
+    expect((await decideOk({ agent, amount: '600', category: 'compute' })).decision).toBe('review');
+    const allowed = await decideOk({ agent, amount: '10', category: 'compute' });
+    expect([allowed.decision, codes(allowed)]).toEqual(['allow', ['POLICY_ALLOW']]);
+    const unmatched = await decideOk({ agent, amount: '10', category: 'travel' });
+    expect([unmatched.decision, codes(unmatched)]).toEqual(['deny', ['POLICY_NO_MATCH']]);
+  });
+
+  it('fall back to the organization’s default policy; an agent’s own policy takes its place', async () => {
+    const agent = await createAgentWithBudget(t.app, limits);
+    const other = await createAgentWithBudget(t.app, limits);
+    await setPolicy(null, [{ name: 'small only', action: 'allow', when: { amountAtMost: '50' } }]);
+    try {
+      const d = await decideOk({ agent: other, amount: '60' });
+      expect([d.decision, d.policy.agent, codes(d)]).toEqual(['deny', null, ['POLICY_NO_MATCH']]);
+      await setPolicy(agent, [{ name: 'anything', action: 'allow' }]);
+      expect((await decideOk({ agent, amount: '60' })).policy).toMatchObject({ agent, matchedRule: 'anything' });
+    } finally {
+      await t.app.inject({ method: 'DELETE', url: '/api/policies/default' });
+    }
+    expect(codes(await decideOk({ agent: other, amount: '60' }))).toEqual(['NO_POLICY']);
+  });
+
+  it('are versioned: every change a version, earlier ones readable, a deletion kept in the history', async () => {
+    const agent = await createAgent(t.app);
+    expect((await get(t.app, `/api/agents/${agent}/policy`)).json().error.code).toBe('POLICY_NOT_FOUND');
+    const v1 = await setPolicy(agent, [{ name: 'a', action: 'allow' }]);
+    const v2 = await setPolicy(agent, [{ name: 'b', action: 'deny' }]);
+    expect([v1.version, v2.version]).toEqual([1, 2]);
+    expect((await get(t.app, `/api/agents/${agent}/policy`)).json().data.rules[0].name).toBe('b');
+    expect((await get(t.app, `/api/agents/${agent}/policy?version=1`)).json().data.rules[0].name).toBe('a');
+    const deleted = await t.app.inject({ method: 'DELETE', url: `/api/agents/${agent}/policy` });
+    expect(deleted.json().data).toMatchObject({ version: 3, rules: null });
+    expect((await get(t.app, `/api/agents/${agent}/policy`)).statusCode).toBe(404);
+    expect((await t.app.inject({ method: 'DELETE', url: `/api/agents/${agent}/policy` })).statusCode).toBe(404);
+    const versions = (await get(t.app, `/api/agents/${agent}/policy/versions`)).json().data.versions;
+    expect(versions.map((v: { version: number }) => v.version)).toEqual([3, 2, 1]);
+    expect((await get(t.app, `/api/agents/${randomAddress()}/policy`)).json().error.code).toBe('AGENT_NOT_FOUND');
+  });
+
+  it('are validated: unknown conditions, bad times and zones, repeated names are 400', async () => {
+    const agent = await createAgent(t.app);
+    for (const rules of [
+      [],
+      [{ name: 'x', action: 'maybe' }],
+      [{ name: 'x', action: 'allow', when: { amountOver: '5' } }],
+      [{ name: 'x', action: 'allow', when: { timeWindow: { from: '24:00' } } }],
+      [{ name: 'x', action: 'allow', when: { timeWindow: { timeZone: 'Mars/Olympus' } } }],
+      [{ name: 'x', action: 'allow', when: { agentGradeAtLeast: 'Z' } }],
+      [{ name: 'x', action: 'allow', when: { velocity: { max: 5, windowSeconds: 1 } } }],
+      [
+        { name: 'x', action: 'allow' },
+        { name: 'x', action: 'deny' },
+      ],
+    ]) {
+      const res = await t.app.inject({ method: 'PUT', url: `/api/agents/${agent}/policy`, payload: { rules } });
+      expect(res.statusCode, JSON.stringify(rules)).toBe(400);
+      expect(failureEnvelope.parse(res.json()).error.code).toBe('VALIDATION_ERROR');
+    }
+    expect((await get(t.app, `/api/agents/${agent}/policy/versions`)).json().data.versions).toEqual([]);
+  });
+
+  it('see the time of day in a named zone, the agent’s and the counterparty’s standing', async () => {
+    const agent = await createAgentWithBudget(t.app, limits);
+    const known = await createAgent(t.app);
+    await post(t.app, `/api/agents/${known}/score`, { score: 820, reason: '0x01' });
+    await setPolicy(agent, [
+      // 10:00 UTC on a Wednesday is 19:00 in Tokyo: outside 09:00–18:00 there.
+      {
+        name: 'tokyo office hours',
+        action: 'deny',
+        when: { timeWindow: { days: ['wed'], from: '18:00', to: '09:00', timeZone: 'Asia/Tokyo' } },
+      },
+      { name: 'good counterparty', action: 'allow', when: { counterpartyGradeAtLeast: 'BBB' } },
+      { name: 'unknown counterparty', action: 'review', when: { counterpartyKnown: false } },
+      { name: 'new agent', action: 'deny', when: { agentConfidenceBelow: 0.5 } },
+    ]);
+    const night = await decideOk({ agent, amount: '10', counterparty: known });
+    expect(night.policy.matchedRule).toBe('tokyo office hours');
+    t.clock.set('2026-06-10T01:00:00Z'); // 10:00 in Tokyo
+    try {
+      expect((await decideOk({ agent, amount: '10', counterparty: known })).policy.matchedRule).toBe(
+        'good counterparty',
+      );
+      expect((await decideOk({ agent, amount: '10', counterparty: randomAddress() })).policy.matchedRule).toBe(
+        'unknown counterparty',
+      );
+      expect((await decideOk({ agent, amount: '10' })).policy.matchedRule).toBe('new agent');
+    } finally {
+      t.clock.set('2026-06-10T10:00:00Z');
+    }
+  });
+
+  it('count velocity and what went to a counterparty in a trailing window', async () => {
+    const agent = await createAgentWithBudget(t.app, { dailyLimit: '100000', monthlyLimit: '1000000' });
+    const shop = randomAddress();
+    await setPolicy(agent, [
+      { name: 'too fast', action: 'review', when: { velocity: { max: 3, windowSeconds: 3600 } } },
+      { name: 'shop cap', action: 'deny', when: { counterpartyCap: { amount: '100', windowSeconds: 86_400 } } },
+      { name: 'rest', action: 'allow' },
+    ]);
+    await post(t.app, `/api/budgets/${agent}/spend`, { amount: '60', counterparty: shop });
+    expect((await decideOk({ agent, amount: '40', counterparty: shop })).decision).toBe('allow');
+    expect((await decideOk({ agent, amount: '41', counterparty: shop })).policy.matchedRule).toBe('shop cap');
+    await post(t.app, `/api/budgets/${agent}/authorizations`, { amount: '5' });
+    await post(t.app, `/api/budgets/${agent}/spend`, { amount: '5' });
+    expect((await decideOk({ agent, amount: '1' })).policy.matchedRule).toBe('too fast');
+    t.clock.advance(3601_000);
+    expect((await decideOk({ agent, amount: '1' })).decision).toBe('allow');
+  });
+
+  it('can ask the anomaly model', async () => {
+    const agent = await createAgentWithBudget(t.app, { dailyLimit: '10000000', monthlyLimit: '100000000' });
+    for (let i = 0; i < 5; i++) await recordTx(t.app, agent, { amount: '100' });
+    await setPolicy(agent, [
+      { name: 'odd', action: 'review', when: { anomalyRiskAtLeast: 'MEDIUM' } },
+      { name: 'rest', action: 'allow' },
+    ]);
+    expect((await decideOk({ agent, amount: '100' })).decision).toBe('allow');
+    // Far above the agent's average, from a sanctioned counterparty.
+    const odd = await decideOk({ agent, amount: '5000000' });
+    expect(odd.policy.matchedRule).toBe('odd');
+  });
+});
+
+describe('holds and approvals', () => {
+  it('an allow with hold holds the amount in the same transaction', async () => {
+    const agent = await createAgentWithBudget(t.app, limits);
+    const d = await decideOk({ agent, amount: '300', hold: true, expiresIn: 120 });
+    expect(d.decision).toBe('allow');
+    expect(d.authorization).toMatchObject({ status: 'held', amount: '300', decisionId: d.decisionId });
+    expect((await get(t.app, `/api/budgets/${agent}`)).json().data).toMatchObject({ dailyHeld: '300' });
+    expect((await get(t.app, `/api/decisions/${d.decisionId}`)).json().data.authorization.authorizationId).toBe(
+      d.authorization?.authorizationId,
+    );
+    // A deny holds nothing.
+    const denied = await decideOk({ agent, amount: '801', hold: true });
+    expect([denied.decision, denied.authorization]).toEqual(['deny', null]);
+  });
+
+  it('review → approve → redeem: the reserved hold becomes capturable, the grant is used once', async () => {
+    const agent = await createAgentWithBudget(t.app, limits);
+    const cp = randomAddress();
+    await setPolicy(agent, [
+      { name: 'big', action: 'review', when: { amountAbove: '200' } },
+      { name: 'rest', action: 'allow' },
+    ]);
+    const review = await decideOk({ agent, amount: '500', counterparty: cp, hold: true });
+    expect(review).toMatchObject({ decision: 'review', authorization: { status: 'pending_approval', amount: '500' } });
+    expect(codes(review)).toEqual(['POLICY_REVIEW']);
+    const approvalId = review.approvalId as string;
+    // Reserved while pending: it counts, but cannot be captured yet.
+    expect((await get(t.app, `/api/budgets/${agent}`)).json().data.dailyHeld).toBe('500');
+    const early = await post(
+      t.app,
+      `/api/budgets/${agent}/authorizations/${review.authorization?.authorizationId}/capture`,
+      {},
+    );
+    expect(early.json().error).toMatchObject({
+      code: 'AUTHORIZATION_NOT_HELD',
+      details: { status: 'pending_approval' },
+    });
+    const pending = (await get(t.app, '/api/approvals?status=pending')).json().data.approvals;
+    expect(pending.map((a: { approvalId: string }) => a.approvalId)).toContain(approvalId);
+
+    const approved = await post(t.app, `/api/approvals/${approvalId}/approve`, {
+      note: 'ok by finance',
+      expiresIn: 600,
+    });
+    expect(successEnvelope(approval).parse(approved.json()).data).toMatchObject({
+      status: 'approved',
+      note: 'ok by finance',
+      expiresAt: Math.floor(t.clock.now.getTime() / 1000) + 600,
+    });
+    expect((await post(t.app, `/api/approvals/${approvalId}/approve`, {})).json().error.code).toBe(
+      'APPROVAL_NOT_PENDING',
+    );
+
+    // A redemption for another amount is refused and leaves the grant as it was.
+    const wrong = await decideOk({ agent, amount: '499', counterparty: cp, approvalId });
+    expect([wrong.decision, codes(wrong)]).toEqual(['deny', ['APPROVAL_INVALID', 'POLICY_REVIEW']]);
+    const redeemed = await decideOk({ agent, amount: '500', counterparty: cp, approvalId });
+    expect([redeemed.decision, codes(redeemed)]).toEqual(['allow', ['POLICY_REVIEW', 'APPROVAL_REDEEMED']]);
+    expect(redeemed.authorization).toMatchObject({
+      authorizationId: review.authorization?.authorizationId,
+      status: 'held',
+    });
+    const capture = await post(
+      t.app,
+      `/api/budgets/${agent}/authorizations/${review.authorization?.authorizationId}/capture`,
+      {},
+    );
+    expect(capture.statusCode, capture.body).toBe(200);
+    expect((await get(t.app, `/api/budgets/${agent}`)).json().data).toMatchObject({
+      dailySpent: '500',
+      dailyHeld: '0',
+    });
+    // Once.
+    const again = await decideOk({ agent, amount: '500', counterparty: cp, approvalId });
+    expect(codes(again)).toContain('APPROVAL_INVALID');
+    expect((await get(t.app, `/api/approvals/${approvalId}`)).json().data.status).toBe('redeemed');
+  });
+
+  it('a denied review releases its hold; an unanswered one expires with it', async () => {
+    const agent = await createAgentWithBudget(t.app, limits);
+    await setPolicy(agent, [{ name: 'all', action: 'review' }]);
+    const first = await decideOk({ agent, amount: '100', hold: true });
+    const second = await decideOk({ agent, amount: '200', hold: true });
+    expect((await get(t.app, `/api/budgets/${agent}`)).json().data.dailyHeld).toBe('300');
+    const denied = await post(t.app, `/api/approvals/${first.approvalId}/deny`, { note: 'no' });
+    expect(denied.json().data.status).toBe('denied');
+    expect((await get(t.app, `/api/budgets/${agent}`)).json().data.dailyHeld).toBe('200');
+    expect(
+      (await get(t.app, `/api/budgets/${agent}/authorizations/${first.authorization?.authorizationId}`)).json().data
+        .status,
+    ).toBe('voided');
+    // 24 h later, the other review has expired with its hold.
+    t.clock.advance(86_400_000 + 1000);
+    try {
+      expect((await t.services.approvals.expireDue()).map((a) => String(a.id))).toContain(second.approvalId);
+      await t.services.authorizations.expireDue();
+      expect((await get(t.app, `/api/approvals/${second.approvalId}`)).json().data.status).toBe('expired');
+      expect((await get(t.app, `/api/budgets/${agent}`)).json().data.dailyHeld).toBe('0');
+      const late = await post(t.app, `/api/approvals/${second.approvalId}/approve`, {});
+      expect(late.json().error).toMatchObject({ code: 'APPROVAL_NOT_PENDING', details: { status: 'expired' } });
+    } finally {
+      t.clock.advance(-(86_400_000 + 1000));
+    }
+  });
+});
+
+describe('approvals with keys', () => {
+  it('need the approve scope, and never the key that asked for the review', async () => {
+    const ADMIN = 'decisions-admin-secret-0123456789';
+    const app = await createTestApp({ edge: { auth: { mode: 'on', adminKey: ADMIN } } });
+    try {
+      const owner = await createOrganizationKey(app.app, ADMIN, 'reviews');
+      const both = await createKey(app.app, owner, { name: 'spender-approver', scopes: ['spend', 'approve'] });
+      const approver = await createKey(app.app, owner, { name: 'approver', scopes: ['approve'] });
+      const spender = await createKey(app.app, owner, { name: 'spender', scopes: ['spend'] });
+      const as = (key: string) => ({ authorization: `Bearer ${key}` });
+      const agent = randomAddress();
+      await post(app.app, '/api/agents/register', { address: agent }, as(owner));
+      await post(app.app, `/api/budgets/${agent}/set`, limits, as(owner));
+      await app.app.inject({
+        method: 'PUT',
+        url: `/api/agents/${agent}/policy`,
+        payload: { rules: [{ name: 'all', action: 'review' }] },
+        headers: as(owner),
+      });
+      const review = await post(app.app, '/api/decisions', { agent, amount: '10' }, as(both));
+      const id = review.json().data.approvalId;
+      expect((await post(app.app, `/api/approvals/${id}/approve`, {}, as(spender))).statusCode).toBe(403);
+      const self = await post(app.app, `/api/approvals/${id}/approve`, {}, as(both));
+      expect([self.statusCode, self.json().error.message]).toEqual([
+        403,
+        expect.stringMatching(/asked for this review/),
+      ]);
+      const ok = await post(app.app, `/api/approvals/${id}/approve`, {}, as(approver));
+      expect(ok.json().data).toMatchObject({ status: 'approved', decidedByKeyId: approver.split('_')[1] });
+    } finally {
+      await app.close();
+    }
+  });
+});

@@ -1,0 +1,234 @@
+import type { AuthorizationRow, DB, Kysely } from '@vouch/db';
+import type { Authorization, AuthorizationResult, AuthorizeInput } from '@vouch/schemas';
+import { auditMeta } from '../audit/audit.service.ts';
+import type { ReadCache } from '../cache/read-cache.ts';
+import { type Actor, systemActor } from '../shared/actor.ts';
+import { type Clock, toUnixSeconds } from '../shared/clock.ts';
+import { idFromCursor, page } from '../shared/cursor.ts';
+import { BudgetExceededError, BudgetNotSetError, DomainError } from '../shared/errors.ts';
+import { dayStart, monthStart } from './budgets.model.ts';
+import * as repo from './budgets.repository.ts';
+import type { BudgetsService } from './budgets.service.ts';
+import { resets } from './budgets.service.ts';
+
+export interface AuthorizationsDeps {
+  db: Kysely<DB>;
+  clock: Clock;
+  budgets: BudgetsService;
+  cache?: ReadCache | undefined;
+}
+
+/** How long a hold lasts when the caller does not say. */
+export const DEFAULT_HOLD_SECONDS = 3600;
+/** Holds one expiry statement releases at most. */
+const EXPIRY_BATCH = 500;
+
+export class AuthorizationNotFoundError extends DomainError {
+  constructor(id: string) {
+    super('AUTHORIZATION_NOT_FOUND', `no authorization ${id} of this agent in this organization`);
+  }
+}
+
+export function toAuthorization(row: AuthorizationRow): Authorization {
+  return {
+    authorizationId: String(row.id),
+    agent: row.agent,
+    asset: row.asset,
+    amount: row.amount,
+    captured: row.captured,
+    status: row.status,
+    counterparty: row.counterparty,
+    metadata: row.metadata,
+    expiresAt: toUnixSeconds(row.expires_at),
+    createdAt: toUnixSeconds(row.created_at),
+    capturedAt: row.captured_at ? toUnixSeconds(row.captured_at) : null,
+    releasedAt: row.released_at ? toUnixSeconds(row.released_at) : null,
+    decisionId: row.decision_id === null ? null : String(row.decision_id),
+  };
+}
+
+const positive = (value: bigint) => (value > 0n ? value : 0n).toString();
+
+export function createAuthorizationsService({ db, clock, budgets, cache }: AuthorizationsDeps) {
+  /** Why a hold could not be released: not found, or in which state it is (read in the caller's transaction). */
+  async function refusal(
+    executor: Kysely<DB>,
+    actor: Actor,
+    address: string,
+    id: string,
+    capture: string | null,
+  ): Promise<never> {
+    const row = await repo.findAuthorization(executor, actor.organizationId, address, id);
+    if (!row) throw new AuthorizationNotFoundError(id);
+    const now = clock();
+    if (row.status === 'held' && row.expires_at.getTime() <= now.getTime()) {
+      throw new DomainError('AUTHORIZATION_NOT_HELD', `authorization ${id} expired at its expiresAt`, {
+        status: 'expired',
+        authorization: toAuthorization(row),
+      });
+    }
+    if (row.status === 'held' && capture !== null && BigInt(capture) > BigInt(row.amount)) {
+      throw new DomainError('CAPTURE_EXCEEDS_HOLD', `a capture of ${capture} exceeds the ${row.amount} held`, {
+        held: row.amount,
+      });
+    }
+    throw new DomainError(
+      'AUTHORIZATION_NOT_HELD',
+      row.status === 'pending_approval'
+        ? `authorization ${id} waits for its approval`
+        : `authorization ${id} is ${row.status}, not held`,
+      { status: row.status, authorization: toAuthorization(row) },
+    );
+  }
+
+  return {
+    /**
+     * A hold: reserves `amount` against every limit at once (one statement, like a spend), for
+     * `expiresIn` seconds. Refused like a spend (422 BUDGET_EXCEEDED with the reason), and the
+     * refusal stays in the ledger.
+     */
+    async authorize(
+      actor: Actor,
+      address: string,
+      input: AuthorizeInput & { decisionId?: string | null },
+      executor: Kysely<DB> = db,
+      afterCommit: (effect: () => void) => void = (effect) => effect(),
+      /** `pending_approval`: reserved while an approval is pending, not capturable until approved. */
+      holdStatus: 'held' | 'pending_approval' = 'held',
+    ): Promise<AuthorizationResult> {
+      const now = clock();
+      const asset = input.asset ?? '';
+      const row = await repo.reserve(executor, 'hold', {
+        organizationId: actor.organizationId,
+        agent: address,
+        asset,
+        amount: input.amount,
+        counterparty: input.counterparty ?? null,
+        day: dayStart(now),
+        month: monthStart(now),
+        now,
+        audit: auditMeta(actor, now),
+        expiresAt: new Date(now.getTime() + (input.expiresIn ?? DEFAULT_HOLD_SECONDS) * 1000),
+        metadata: input.metadata ?? null,
+        decisionId: input.decisionId ?? null,
+        holdStatus,
+      });
+      if (!row) {
+        await budgets.requireRegistered(executor, address);
+        throw new BudgetNotSetError(address, asset);
+      }
+      afterCommit(() => cache?.invalidate('budgets', address));
+      const dailyRemaining = positive(BigInt(row.daily_limit) - BigInt(row.daily_spent) - BigInt(row.daily_held));
+      const monthlyRemaining = positive(
+        BigInt(row.monthly_limit) - BigInt(row.monthly_spent) - BigInt(row.monthly_held),
+      );
+      if (row.last_refusal !== null || row.authorization_id === null) {
+        throw new BudgetExceededError({
+          amount: input.amount,
+          spendId: row.spend_id,
+          dailyRemaining,
+          monthlyRemaining,
+          perTxLimit: row.per_tx_limit,
+          reason: row.last_refusal as string,
+          ...resets(now),
+        });
+      }
+      const hold = await repo.findAuthorization(executor, actor.organizationId, address, row.authorization_id);
+      if (!hold) throw new Error(`authorization ${row.authorization_id} vanished after its insert`);
+      return { ...toAuthorization(hold), dailyRemaining, monthlyRemaining };
+    },
+
+    /**
+     * Captures `amount` of a hold (all of it when absent): the capture is spent in the hold's
+     * windows and the rest released, once. A hold that is not held, has expired, or holds less is
+     * refused and nothing changes.
+     */
+    async capture(
+      actor: Actor,
+      address: string,
+      id: string,
+      input: { amount?: string | undefined },
+      executor: Kysely<DB> = db,
+      afterCommit: (effect: () => void) => void = (effect) => effect(),
+    ) {
+      const now = clock();
+      const row = await repo.release(executor, {
+        organizationId: actor.organizationId,
+        agent: address,
+        id,
+        capture: input.amount ?? null,
+        status: 'captured',
+        now,
+        audit: auditMeta(actor, now),
+      });
+      if (!row) return refusal(executor, actor, address, id, input.amount ?? null);
+      afterCommit(() => cache?.invalidate('budgets', address));
+      return { authorization: toAuthorization(row), spendId: row.spend_id as string };
+    },
+
+    /** Releases a hold without spending anything of it, once. */
+    async void(
+      actor: Actor,
+      address: string,
+      id: string,
+      executor: Kysely<DB> = db,
+      afterCommit: (effect: () => void) => void = (effect) => effect(),
+    ): Promise<Authorization> {
+      const now = clock();
+      const row = await repo.release(executor, {
+        organizationId: actor.organizationId,
+        agent: address,
+        id,
+        capture: null,
+        status: 'voided',
+        now,
+        audit: auditMeta(actor, now),
+      });
+      if (!row) return refusal(executor, actor, address, id, null);
+      afterCommit(() => cache?.invalidate('budgets', address));
+      return toAuthorization(row);
+    },
+
+    async get(actor: Actor, address: string, id: string): Promise<Authorization> {
+      const row = await repo.findAuthorization(db, actor.organizationId, address, id);
+      if (!row) throw new AuthorizationNotFoundError(id);
+      return toAuthorization(row);
+    },
+
+    async list(
+      actor: Actor,
+      address: string,
+      query: { limit: number; cursor?: string | undefined; status?: Authorization['status'] | undefined },
+    ) {
+      const rows = await repo.listAuthorizations(
+        db,
+        { organizationId: actor.organizationId, agent: address },
+        { status: query.status, beforeId: query.cursor === undefined ? undefined : idFromCursor(query.cursor) },
+        query.limit,
+      );
+      const { items, nextCursor } = page(rows, query.limit);
+      return { authorizations: items.map(toAuthorization), nextCursor };
+    },
+
+    /**
+     * Expires every hold whose time has passed, organization by organization, in batches; each
+     * hold is released once whatever else runs (a capture racing the sweep either wins or finds
+     * the hold expired). Returns the expired holds.
+     */
+    async expireDue(): Promise<AuthorizationRow[]> {
+      const now = clock();
+      const expired: AuthorizationRow[] = [];
+      for (const organizationId of await repo.organizationsWithDueHolds(db, now)) {
+        for (;;) {
+          const batch = await repo.expireHolds(db, now, EXPIRY_BATCH, auditMeta(systemActor(organizationId), now));
+          expired.push(...batch);
+          for (const agent of new Set(batch.map((h) => h.agent))) cache?.invalidate('budgets', agent);
+          if (batch.length < EXPIRY_BATCH) break;
+        }
+      }
+      return expired;
+    },
+  };
+}
+
+export type AuthorizationsService = ReturnType<typeof createAuthorizationsService>;

@@ -1,0 +1,183 @@
+import type { ApprovalRow, DB, Kysely } from '@vouch/db';
+import type { Approval } from '@vouch/schemas';
+import type { AuditService } from '../audit/audit.service.ts';
+import { auditMeta } from '../audit/audit.service.ts';
+import * as budgetsRepo from '../budgets/budgets.repository.ts';
+import type { ReadCache } from '../cache/read-cache.ts';
+import type { Actor } from '../shared/actor.ts';
+import { type Clock, toUnixSeconds } from '../shared/clock.ts';
+import { idFromCursor, page } from '../shared/cursor.ts';
+import { DomainError, ForbiddenError } from '../shared/errors.ts';
+import * as repo from './decisions.repository.ts';
+
+export interface ApprovalsDeps {
+  db: Kysely<DB>;
+  clock: Clock;
+  audit: AuditService;
+  cache?: ReadCache | undefined;
+}
+
+/** How long an approved grant may be redeemed when the approver does not say. */
+export const DEFAULT_GRANT_SECONDS = 3600;
+
+export class ApprovalNotFoundError extends DomainError {
+  constructor(id: string) {
+    super('APPROVAL_NOT_FOUND', `no approval ${id} in this organization`);
+  }
+}
+
+export function toApproval(row: ApprovalRow): Approval {
+  return {
+    approvalId: String(row.id),
+    status: row.status,
+    decisionId: String(row.decision_id),
+    agent: row.agent,
+    amount: row.amount,
+    asset: row.asset,
+    counterparty: row.counterparty,
+    category: row.category,
+    authorizationId: row.authorization_id === null ? null : String(row.authorization_id),
+    requestedByKeyId: row.requested_by_key_id,
+    decidedByKeyId: row.decided_by_key_id,
+    note: row.note,
+    expiresAt: toUnixSeconds(row.expires_at),
+    decidedAt: row.decided_at ? toUnixSeconds(row.decided_at) : null,
+    redeemedAt: row.redeemed_at ? toUnixSeconds(row.redeemed_at) : null,
+    createdAt: toUnixSeconds(row.created_at),
+  };
+}
+
+export function createApprovalsService({ db, clock, audit, cache }: ApprovalsDeps) {
+  /** Why a decision on an approval cannot be taken: not found, or not pending. */
+  async function refusal(actor: Actor, id: string): Promise<never> {
+    const row = await repo.findApproval(db, actor.organizationId, id);
+    if (!row) throw new ApprovalNotFoundError(id);
+    const now = clock();
+    const status = row.status === 'pending' && row.expires_at.getTime() <= now.getTime() ? 'expired' : row.status;
+    throw new DomainError('APPROVAL_NOT_PENDING', `approval ${id} is ${status}, not pending`, {
+      status,
+      approval: toApproval(row),
+    });
+  }
+
+  /** The key that asked for a review does not approve it: a second pair of eyes is the point. */
+  async function assertNotRequester(actor: Actor, id: string) {
+    const row = await repo.findApproval(db, actor.organizationId, id);
+    if (row && actor.keyId !== null && row.requested_by_key_id === actor.keyId) {
+      throw new ForbiddenError('the key that asked for this review cannot decide it: use another approver');
+    }
+  }
+
+  return {
+    async list(
+      actor: Actor,
+      query: {
+        limit: number;
+        cursor?: string | undefined;
+        status?: Approval['status'] | undefined;
+        agent?: string | undefined;
+      },
+    ) {
+      const rows = await repo.listApprovals(
+        db,
+        actor.organizationId,
+        {
+          status: query.status,
+          agent: query.agent,
+          beforeId: query.cursor === undefined ? undefined : idFromCursor(query.cursor),
+        },
+        query.limit,
+      );
+      const { items, nextCursor } = page(rows, query.limit);
+      return { approvals: items.map(toApproval), nextCursor };
+    },
+
+    async get(actor: Actor, id: string): Promise<Approval> {
+      const row = await repo.findApproval(db, actor.organizationId, id);
+      if (!row) throw new ApprovalNotFoundError(id);
+      return toApproval(row);
+    },
+
+    /**
+     * Approves a pending review, once: a one-time grant for exactly its agent, counterparty, amount
+     * and asset, redeemable until `expiresIn` seconds from now by a decision naming it; a hold
+     * reserved for it becomes capturable until then.
+     */
+    async approve(actor: Actor, id: string, input: { note?: string | undefined; expiresIn?: number | undefined }) {
+      await assertNotRequester(actor, id);
+      const now = clock();
+      const grantExpiresAt = new Date(now.getTime() + (input.expiresIn ?? DEFAULT_GRANT_SECONDS) * 1000);
+      const row = await db.transaction().execute(async (trx) => {
+        const row = await repo.decideApproval(trx, {
+          organizationId: actor.organizationId,
+          id,
+          status: 'approved',
+          keyId: actor.keyId,
+          note: input.note ?? null,
+          now,
+          grantExpiresAt,
+        });
+        if (!row) return undefined;
+        if (row.authorization_id !== null)
+          await repo.approveHold(trx, String(row.authorization_id), grantExpiresAt, now);
+        await audit.append(
+          trx,
+          actor,
+          'approval.approved',
+          row.agent,
+          {
+            approvalId: id,
+            note: row.note,
+            expiresAt: toUnixSeconds(grantExpiresAt),
+            authorizationId: row.authorization_id,
+          },
+          now,
+        );
+        return row;
+      });
+      if (!row) return refusal(actor, id);
+      return toApproval(row);
+    },
+
+    /** Denies a pending review, once; a hold reserved for it is released. */
+    async deny(actor: Actor, id: string, input: { note?: string | undefined }) {
+      await assertNotRequester(actor, id);
+      const now = clock();
+      const row = await db.transaction().execute(async (trx) => {
+        const row = await repo.decideApproval(trx, {
+          organizationId: actor.organizationId,
+          id,
+          status: 'denied',
+          keyId: actor.keyId,
+          note: input.note ?? null,
+          now,
+          grantExpiresAt: null,
+        });
+        if (!row) return undefined;
+        if (row.authorization_id !== null) {
+          await budgetsRepo.release(trx, {
+            organizationId: actor.organizationId,
+            agent: row.agent,
+            id: String(row.authorization_id),
+            capture: null,
+            status: 'voided',
+            now,
+            audit: auditMeta(actor, now),
+          });
+        }
+        await audit.append(trx, actor, 'approval.denied', row.agent, { approvalId: id, note: row.note }, now);
+        return row;
+      });
+      if (!row) return refusal(actor, id);
+      if (row.authorization_id !== null) cache?.invalidate('budgets', row.agent);
+      return toApproval(row);
+    },
+
+    /** Pending approvals and unredeemed grants past their time expire; their holds expire with the holds' own sweep. */
+    async expireDue(): Promise<ApprovalRow[]> {
+      return repo.expireApprovals(db, clock());
+    },
+  };
+}
+
+export type ApprovalsService = ReturnType<typeof createApprovalsService>;

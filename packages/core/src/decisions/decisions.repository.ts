@@ -1,0 +1,288 @@
+import { type ApprovalRow, type DB, type DecisionRow, type Kysely, sql } from '@vouch/db';
+
+type Executor = Kysely<DB>;
+
+export interface NewDecision {
+  organizationId: string;
+  agent: string;
+  amount: string;
+  asset: string;
+  counterparty: string | null;
+  category: string | null;
+  context: Record<string, unknown> | null;
+  decision: 'allow' | 'deny' | 'review';
+  reasons: unknown;
+  facts: unknown;
+  authorizationId: string | null;
+  approvalId: string | null;
+  actorKeyId: string | null;
+  requestId: string | null;
+  now: Date;
+}
+
+export async function insertDecision(db: Executor, d: NewDecision): Promise<string> {
+  const row = await db
+    .insertInto('decisions')
+    .values({
+      organization_id: d.organizationId,
+      agent: d.agent,
+      amount: d.amount,
+      asset: d.asset,
+      counterparty: d.counterparty,
+      category: d.category,
+      context: d.context === null ? null : JSON.stringify(d.context),
+      decision: d.decision,
+      reasons: JSON.stringify(d.reasons),
+      facts: JSON.stringify(d.facts),
+      authorization_id: d.authorizationId,
+      approval_id: d.approvalId,
+      actor_key_id: d.actorKeyId,
+      request_id: d.requestId,
+      created_at: d.now,
+    })
+    .returning(sql<string>`id::text`.as('id'))
+    .executeTakeFirstOrThrow();
+  return row.id;
+}
+
+/** Links a decision to the hold or approval it created (made after the decision's row, in its transaction). */
+export async function linkDecision(
+  db: Executor,
+  id: string,
+  links: { authorizationId?: string | null; approvalId?: string | null },
+): Promise<void> {
+  await db
+    .updateTable('decisions')
+    .set({
+      ...(links.authorizationId !== undefined && { authorization_id: links.authorizationId }),
+      ...(links.approvalId !== undefined && { approval_id: links.approvalId }),
+    })
+    .where('id', '=', id)
+    .execute();
+}
+
+export async function linkAuthorizationToDecision(db: Executor, authorizationId: string, decisionId: string) {
+  await db.updateTable('authorizations').set({ decision_id: decisionId }).where('id', '=', authorizationId).execute();
+}
+
+export function findDecision(db: Executor, organizationId: string, id: string): Promise<DecisionRow | undefined> {
+  return db
+    .selectFrom('decisions')
+    .selectAll()
+    .select([
+      sql<string>`id::text`.as('id'),
+      sql<string | null>`authorization_id::text`.as('authorization_id'),
+      sql<string | null>`approval_id::text`.as('approval_id'),
+    ])
+    .where('organization_id', '=', organizationId)
+    .where('id', '=', id)
+    .executeTakeFirst();
+}
+
+/** Accepted spends and holds the agent made in this organization since `since`. */
+export async function velocity(db: Executor, organizationId: string, agent: string, since: Date): Promise<number> {
+  const result = await sql<{ n: number }>`
+    SELECT
+      (SELECT count(*) FROM spends WHERE organization_id = ${organizationId} AND agent = ${agent}
+         AND kind = 'spend' AND accepted AND created_at >= ${since})::int
+      + (SELECT count(*) FROM authorizations WHERE organization_id = ${organizationId} AND agent = ${agent}
+         AND created_at >= ${since})::int AS n`.execute(db);
+  return result.rows[0]?.n ?? 0;
+}
+
+/** What the agent spent (spends and captures) and holds (open holds) to a counterparty in this organization since `since`. */
+export async function toCounterparty(
+  db: Executor,
+  organizationId: string,
+  agent: string,
+  counterparty: string,
+  since: Date,
+): Promise<bigint> {
+  const result = await sql<{ total: string }>`
+    SELECT (
+      COALESCE((SELECT sum(amount - refunded) FROM spends WHERE organization_id = ${organizationId} AND agent = ${agent}
+        AND counterparty = ${counterparty} AND accepted AND created_at >= ${since}), 0)
+      + COALESCE((SELECT sum(amount) FROM authorizations WHERE organization_id = ${organizationId} AND agent = ${agent}
+        AND counterparty = ${counterparty} AND status IN ('held', 'pending_approval') AND created_at >= ${since}), 0)
+    )::text AS total`.execute(db);
+  return BigInt(result.rows[0]?.total ?? '0');
+}
+
+// ── Approvals ───────────────────────────────────────────────────────────────────────────────
+
+const approvalColumns = [
+  sql<string>`id::text`.as('id'),
+  sql<string>`decision_id::text`.as('decision_id'),
+  sql<string | null>`authorization_id::text`.as('authorization_id'),
+] as const;
+
+export async function insertApproval(
+  db: Executor,
+  a: {
+    organizationId: string;
+    agent: string;
+    decisionId: string;
+    amount: string;
+    asset: string;
+    counterparty: string | null;
+    category: string | null;
+    authorizationId: string | null;
+    requestedByKeyId: string | null;
+    expiresAt: Date;
+    now: Date;
+  },
+): Promise<ApprovalRow> {
+  return db
+    .insertInto('approvals')
+    .values({
+      organization_id: a.organizationId,
+      agent: a.agent,
+      decision_id: a.decisionId,
+      amount: a.amount,
+      asset: a.asset,
+      counterparty: a.counterparty,
+      category: a.category,
+      status: 'pending',
+      authorization_id: a.authorizationId,
+      requested_by_key_id: a.requestedByKeyId,
+      expires_at: a.expiresAt,
+      created_at: a.now,
+    })
+    .returningAll()
+    .returning(approvalColumns)
+    .executeTakeFirstOrThrow();
+}
+
+export function findApproval(db: Executor, organizationId: string, id: string): Promise<ApprovalRow | undefined> {
+  return db
+    .selectFrom('approvals')
+    .selectAll()
+    .select(approvalColumns)
+    .where('organization_id', '=', organizationId)
+    .where('id', '=', id)
+    .executeTakeFirst();
+}
+
+export function listApprovals(
+  db: Executor,
+  organizationId: string,
+  filter: { status?: ApprovalRow['status'] | undefined; agent?: string | undefined; beforeId?: string | undefined },
+  limit: number,
+) {
+  let query = db
+    .selectFrom('approvals')
+    .selectAll()
+    .select(approvalColumns)
+    .where('organization_id', '=', organizationId);
+  if (filter.status) query = query.where('status', '=', filter.status);
+  if (filter.agent) query = query.where('agent', '=', filter.agent);
+  if (filter.beforeId) query = query.where('approvals.id', '<', filter.beforeId);
+  return query
+    .orderBy('approvals.id', 'desc')
+    .limit(limit + 1)
+    .execute();
+}
+
+/**
+ * Decides a pending approval, once: approved (with the time until which it may be redeemed) or
+ * denied. Nothing when it is not pending or has expired.
+ */
+export function decideApproval(
+  db: Executor,
+  v: {
+    organizationId: string;
+    id: string;
+    status: 'approved' | 'denied';
+    keyId: string | null;
+    note: string | null;
+    now: Date;
+    grantExpiresAt: Date | null;
+  },
+): Promise<ApprovalRow | undefined> {
+  return db
+    .updateTable('approvals')
+    .set({
+      status: v.status,
+      decided_by_key_id: v.keyId,
+      note: v.note,
+      decided_at: v.now,
+      ...(v.grantExpiresAt && { expires_at: v.grantExpiresAt }),
+    })
+    .where('organization_id', '=', v.organizationId)
+    .where('id', '=', v.id)
+    .where('status', '=', 'pending')
+    .where('expires_at', '>', v.now)
+    .returningAll()
+    .returning(approvalColumns)
+    .executeTakeFirst();
+}
+
+/** An approved hold becomes capturable until the grant expires. */
+export async function approveHold(db: Executor, authorizationId: string, expiresAt: Date, now: Date): Promise<boolean> {
+  const result = await db
+    .updateTable('authorizations')
+    .set({ status: 'held', expires_at: expiresAt, updated_at: now })
+    .where('id', '=', authorizationId)
+    .where('status', '=', 'pending_approval')
+    .executeTakeFirst();
+  return result.numUpdatedRows === 1n;
+}
+
+/**
+ * Redeems an approved grant, once, for exactly what it was granted for: agent, counterparty,
+ * amount and asset. Nothing when it is not approved, has expired, or is for something else.
+ */
+export function redeemApproval(
+  db: Executor,
+  v: {
+    organizationId: string;
+    id: string;
+    agent: string;
+    amount: string;
+    asset: string;
+    counterparty: string | null;
+    now: Date;
+  },
+): Promise<ApprovalRow | undefined> {
+  return db
+    .updateTable('approvals')
+    .set({ status: 'redeemed', redeemed_at: v.now })
+    .where('organization_id', '=', v.organizationId)
+    .where('id', '=', v.id)
+    .where('status', '=', 'approved')
+    .where('expires_at', '>', v.now)
+    .where('agent', '=', v.agent)
+    .where('amount', '=', v.amount)
+    .where('asset', '=', v.asset)
+    .where(sql<boolean>`counterparty IS NOT DISTINCT FROM ${v.counterparty}`)
+    .returningAll()
+    .returning(approvalColumns)
+    .executeTakeFirst();
+}
+
+/** Gives a grant back, before its redemption commits (the payment it was redeemed for was refused after all). */
+export async function unredeemApproval(db: Executor, id: string): Promise<void> {
+  await db
+    .updateTable('approvals')
+    .set({ status: 'approved', redeemed_at: null })
+    .where('id', '=', id)
+    .where('status', '=', 'redeemed')
+    .where('redeemed_decision_id', 'is', null)
+    .execute();
+}
+
+export async function setRedeemedDecision(db: Executor, approvalId: string, decisionId: string) {
+  await db.updateTable('approvals').set({ redeemed_decision_id: decisionId }).where('id', '=', approvalId).execute();
+}
+
+/** Pending approvals and unredeemed grants past their time, expired once. Their holds expire with the holds' sweep. */
+export function expireApprovals(db: Executor, now: Date): Promise<ApprovalRow[]> {
+  return db
+    .updateTable('approvals')
+    .set({ status: 'expired' })
+    .where('status', 'in', ['pending', 'approved'])
+    .where('expires_at', '<=', now)
+    .returningAll()
+    .returning(approvalColumns)
+    .execute();
+}

@@ -1,0 +1,347 @@
+import type { DB, DecisionRow, Kysely } from '@vouch/db';
+import type { Authorization, Decision, DecisionInput, DecisionReason } from '@vouch/schemas';
+import { gradeFor } from '../agents/agents.model.ts';
+import type { AgentsService } from '../agents/agents.service.ts';
+import type { AnomalyService } from '../anomaly/anomaly.service.ts';
+import type { AuditService } from '../audit/audit.service.ts';
+import type { AuthorizationsService } from '../budgets/authorizations.service.ts';
+import { toAuthorization } from '../budgets/authorizations.service.ts';
+import * as budgetsRepo from '../budgets/budgets.repository.ts';
+import type { BudgetsService } from '../budgets/budgets.service.ts';
+import type { SanctionsService } from '../sanctions/sanctions.service.ts';
+import { confidenceOf, SCORE_MODEL_VERSION } from '../scores/scores.model.ts';
+import type { Actor } from '../shared/actor.ts';
+import { type Clock, toUnixSeconds } from '../shared/clock.ts';
+import { BudgetExceededError, DomainError } from '../shared/errors.ts';
+import { decide, type SanctionsState, type Verdict } from './decisions.model.ts';
+import * as repo from './decisions.repository.ts';
+import type { PoliciesService } from './policies.service.ts';
+import { evaluatePolicy, type PolicyFacts } from './policy.model.ts';
+
+export interface DecisionsDeps {
+  db: Kysely<DB>;
+  clock: Clock;
+  audit: AuditService;
+  agents: AgentsService;
+  budgets: BudgetsService;
+  authorizations: AuthorizationsService;
+  policies: PoliciesService;
+  sanctions: SanctionsService;
+  anomaly: AnomalyService;
+  /** How long a review waits for its approval (and any hold reserved meanwhile) before it expires. */
+  approvalTtlMs: number;
+}
+
+export class DecisionNotFoundError extends DomainError {
+  constructor(id: string) {
+    super('DECISION_NOT_FOUND', `no decision ${id} in this organization`);
+  }
+}
+
+/** What a stored decision saw, besides its inputs: enough to answer it again as it was. */
+interface DecisionFacts {
+  score: number | null;
+  confidence: number | null;
+  sanctions: Decision['sanctions'];
+  budget: Decision['budget'];
+  policy: Decision['policy'];
+  modelVersion: string;
+}
+
+const DAY_MS = 86_400_000;
+
+export function createDecisionsService(deps: DecisionsDeps) {
+  const { db, clock, audit, agents, budgets, authorizations, policies, sanctions, anomaly } = deps;
+
+  function toDecision(row: DecisionRow, hold: Authorization | null): Decision {
+    const facts = row.facts as unknown as DecisionFacts;
+    return {
+      decisionId: String(row.id),
+      decision: row.decision,
+      reasons: row.reasons as unknown as DecisionReason[],
+      agent: row.agent,
+      amount: row.amount,
+      asset: row.asset,
+      counterparty: row.counterparty,
+      category: row.category,
+      score: facts.score,
+      grade: facts.score === null ? null : gradeFor(facts.score),
+      confidence: facts.confidence,
+      sanctions: facts.sanctions,
+      budget: facts.budget,
+      policy: facts.policy,
+      modelVersion: facts.modelVersion,
+      authorization: hold,
+      approvalId: row.approval_id === null ? null : String(row.approval_id),
+      createdAt: toUnixSeconds(row.created_at),
+    };
+  }
+
+  /** Why an approval cannot be redeemed for this payment. */
+  async function approvalProblem(
+    executor: Kysely<DB>,
+    actor: Actor,
+    id: string,
+    input: DecisionInput,
+    asset: string,
+    now: Date,
+  ) {
+    const a = await repo.findApproval(executor, actor.organizationId, id);
+    if (!a) return `approval ${id} is not known in this organization`;
+    if (a.status !== 'approved') return `approval ${id} is ${a.status}, not approved`;
+    if (a.expires_at.getTime() <= now.getTime()) return `approval ${id} expired`;
+    const bound =
+      a.agent === input.agent &&
+      a.amount === input.amount &&
+      a.asset === asset &&
+      a.counterparty === (input.counterparty ?? null);
+    return bound
+      ? `approval ${id} was taken by another decision`
+      : `approval ${id} was granted for another payment (agent, counterparty, amount and asset must match)`;
+  }
+
+  return {
+    /**
+     * One answer before money moves: the agent's score and confidence, the sanctions of the agent,
+     * its owner and the counterparty, the organization's policy and budget. Synchronous; stored
+     * with what it saw. With `hold` an allow also holds the amount, and a review reserves it while
+     * the approval is pending, in the same transaction as the decision.
+     */
+    async decide(
+      actor: Actor,
+      input: DecisionInput,
+      executor: Kysely<DB> = db,
+      afterCommit: (effect: () => void) => void = (effect) => effect(),
+    ): Promise<Decision> {
+      const now = clock();
+      const asset = input.asset ?? '';
+      const counterparty = input.counterparty ?? null;
+      const amount = BigInt(input.amount);
+      // Inside a caller's transaction (an Idempotency-Key) everything is read in it, past the
+      // read cache: the embedded database has one connection, which that transaction holds.
+      const inTransaction = executor.isTransaction;
+      const reader = inTransaction ? executor : db;
+      const [standing, cpStanding, budget, policy, screening] = await Promise.all([
+        agents.standingOf(input.agent, inTransaction, reader),
+        counterparty ? agents.standingOf(counterparty, inTransaction, reader) : Promise.resolve(null),
+        budgets.budgetOf({ organizationId: actor.organizationId, agent: input.agent, asset }, inTransaction, reader),
+        policies.effective(actor.organizationId, input.agent, reader),
+        sanctions.forDecision(input.agent, counterparty, reader),
+      ]);
+      const standingOf = (s: typeof standing) =>
+        s && {
+          score: s.score,
+          grade: gradeFor(s.score),
+          confidence: confidenceOf(s.evidence, s.firstSeenAt, now).confidence,
+        };
+      const agentStanding = standingOf(standing);
+      const check = budgets.checkAnswer(budget, input.amount, now);
+      const since = (seconds: number) => new Date(now.getTime() - seconds * 1000);
+      const facts: PolicyFacts = {
+        amount,
+        asset,
+        counterparty,
+        category: input.category ?? null,
+        now,
+        agent: agentStanding ?? { score: 0, grade: 'D', confidence: 0 },
+        counterpartyAgent: standingOf(cpStanding),
+        counterpartySanctioned: screening.counterparty,
+        velocity: (s) => repo.velocity(reader, actor.organizationId, input.agent, since(s)),
+        toCounterparty: (s) =>
+          counterparty === null
+            ? Promise.resolve(0n)
+            : repo.toCounterparty(reader, actor.organizationId, input.agent, counterparty, since(s)),
+        anomalySeverity: async () =>
+          (
+            await anomaly.assess(
+              { agent: input.agent, amount: input.amount, type: 0, counterparty: input.counterparty },
+              now,
+              reader,
+            )
+          ).severity,
+      };
+      const outcome = await evaluatePolicy(policy?.rules ?? null, facts);
+      const evidence = {
+        agent: { known: standing !== null, registered: standing?.isRegistered ?? false },
+        sanctions: {
+          listAvailable: screening.list !== null,
+          agent: screening.agent,
+          owner: screening.owner,
+          counterparty: screening.counterparty,
+        },
+        budget: { allowed: check.allowed, reason: check.reason },
+        policy: outcome,
+        approval: null,
+      };
+      const state = (listed: boolean): SanctionsState =>
+        screening.list === null ? 'unavailable' : listed ? 'listed' : 'clear';
+      const stored: DecisionFacts = {
+        score: standing?.score ?? null,
+        confidence: agentStanding?.confidence ?? null,
+        sanctions: {
+          agent: state(screening.agent || screening.owner),
+          counterparty: counterparty === null ? null : state(screening.counterparty),
+          list: screening.list,
+        },
+        budget: {
+          allowed: check.allowed,
+          reason: check.reason,
+          dailyRemaining: check.dailyRemaining,
+          monthlyRemaining: check.monthlyRemaining,
+          perTxLimit: check.perTxLimit,
+        },
+        policy: {
+          agent: policy?.agent ?? null,
+          version: policy?.version ?? null,
+          matchedRule: outcome.kind === 'matched' ? outcome.rule.name : null,
+        },
+        modelVersion: SCORE_MODEL_VERSION,
+      };
+
+      const write = async (trx: Kysely<DB>) => {
+        let verdict = decide(evidence);
+        let approvalHold: string | null = null;
+        // An approval answers a review; it is spent only when nothing else refuses the payment.
+        if (input.approvalId !== undefined) {
+          const prospective = decide({ ...evidence, approval: { redeemed: true, id: input.approvalId } });
+          const redeemed =
+            prospective.decision === 'allow'
+              ? await repo.redeemApproval(trx, {
+                  organizationId: actor.organizationId,
+                  id: input.approvalId,
+                  agent: input.agent,
+                  amount: input.amount,
+                  asset,
+                  counterparty,
+                  now,
+                })
+              : undefined;
+          if (redeemed) {
+            verdict = prospective;
+            approvalHold = redeemed.authorization_id;
+          } else if (prospective.decision === 'allow') {
+            verdict = decide({
+              ...evidence,
+              approval: {
+                redeemed: false,
+                problem: await approvalProblem(trx, actor, input.approvalId, input, asset, now),
+              },
+            });
+          } else {
+            verdict = prospective;
+          }
+        }
+
+        // The hold, made before the decision's row so that a budget that changed since the check decides.
+        let holdId: string | null = approvalHold;
+        const reserve = async (status: 'held' | 'pending_approval', expiresAt: Date): Promise<string | null> => {
+          try {
+            const hold = await authorizations.authorize(
+              actor,
+              input.agent,
+              {
+                amount: input.amount,
+                asset: input.asset,
+                counterparty: input.counterparty,
+                expiresIn: Math.max(1, Math.round((expiresAt.getTime() - now.getTime()) / 1000)),
+              },
+              trx,
+              afterCommit,
+              status,
+            );
+            return hold.authorizationId;
+          } catch (error) {
+            if (!(error instanceof BudgetExceededError)) throw error;
+            const refusal = (error.details as { reason: string }).reason;
+            verdict = decide({ ...evidence, budget: { allowed: false, reason: refusal as never } });
+            // A grant redeemed for this payment is not spent on a refusal.
+            if (input.approvalId !== undefined) await repo.unredeemApproval(trx, input.approvalId);
+            return null;
+          }
+        };
+        const approvalExpires = new Date(now.getTime() + deps.approvalTtlMs);
+        if (input.hold && verdict.decision === 'allow' && holdId === null) {
+          holdId = await reserve('held', new Date(now.getTime() + (input.expiresIn ?? 3600) * 1000));
+        } else if (input.hold && verdict.decision === 'review') {
+          holdId = await reserve('pending_approval', approvalExpires);
+        }
+
+        const decisionId = await repo.insertDecision(trx, {
+          organizationId: actor.organizationId,
+          agent: input.agent,
+          amount: input.amount,
+          asset,
+          counterparty,
+          category: input.category ?? null,
+          context: input.context ?? null,
+          decision: verdict.decision,
+          reasons: verdict.reasons,
+          facts: stored,
+          authorizationId: holdId,
+          approvalId: input.approvalId ?? null,
+          actorKeyId: actor.keyId,
+          requestId: actor.requestId ?? null,
+          now,
+        });
+        if (holdId !== null && approvalHold === null) await repo.linkAuthorizationToDecision(trx, holdId, decisionId);
+        if (input.approvalId !== undefined && verdict.reasons.some((r) => r.code === 'APPROVAL_REDEEMED')) {
+          await repo.setRedeemedDecision(trx, input.approvalId, decisionId);
+          await audit.append(
+            trx,
+            actor,
+            'approval.redeemed',
+            input.agent,
+            { approvalId: input.approvalId, decisionId },
+            now,
+          );
+        }
+        let approvalId: string | null = null;
+        if (verdict.decision === 'review') {
+          const approval = await repo.insertApproval(trx, {
+            organizationId: actor.organizationId,
+            agent: input.agent,
+            decisionId,
+            amount: input.amount,
+            asset,
+            counterparty,
+            category: input.category ?? null,
+            authorizationId: holdId,
+            requestedByKeyId: actor.keyId,
+            expiresAt: approvalExpires,
+            now,
+          });
+          approvalId = approval.id;
+          await repo.linkDecision(trx, decisionId, { approvalId });
+          await audit.append(
+            trx,
+            actor,
+            'approval.requested',
+            input.agent,
+            { approvalId, decisionId, amount: input.amount, asset, counterparty, authorizationId: holdId },
+            now,
+          );
+        }
+        const row = await repo.findDecision(trx, actor.organizationId, decisionId);
+        if (!row) throw new Error(`decision ${decisionId} vanished after its insert`);
+        const hold =
+          holdId === null ? null : await budgetsRepo.findAuthorization(trx, actor.organizationId, input.agent, holdId);
+        return toDecision(row, hold ? toAuthorization(hold) : null);
+      };
+      return executor.isTransaction ? write(executor) : db.transaction().execute(write);
+    },
+
+    async get(actor: Actor, id: string): Promise<Decision> {
+      const row = await repo.findDecision(db, actor.organizationId, id);
+      if (!row) throw new DecisionNotFoundError(id);
+      const hold =
+        row.authorization_id === null
+          ? null
+          : await budgetsRepo.findAuthorization(db, actor.organizationId, row.agent, String(row.authorization_id));
+      return toDecision(row, hold ? toAuthorization(hold) : null);
+    },
+  };
+}
+
+export type DecisionsService = ReturnType<typeof createDecisionsService>;
+export type { Verdict };
+export const APPROVAL_TTL_DEFAULT_MS = DAY_MS;

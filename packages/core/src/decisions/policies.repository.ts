@@ -1,0 +1,66 @@
+import { type DB, type Kysely, sql } from '@vouch/db';
+
+type Executor = Kysely<DB>;
+
+/** The organization's default policy is stored under this agent. */
+export const DEFAULT_POLICY_AGENT = '';
+
+export interface PolicyRow {
+  organization_id: string;
+  agent: string;
+  version: number;
+  rules: unknown;
+  actor_key_id: string | null;
+  created_at: Date;
+}
+
+/** The latest version of a policy (its rules null when that version deleted it), or none. */
+export function latestPolicy(db: Executor, organizationId: string, agent: string): Promise<PolicyRow | undefined> {
+  return db
+    .selectFrom('policies')
+    .selectAll()
+    .where('organization_id', '=', organizationId)
+    .where('agent', '=', agent)
+    .orderBy('version', 'desc')
+    .limit(1)
+    .executeTakeFirst();
+}
+
+export function policyVersion(db: Executor, organizationId: string, agent: string, version: number) {
+  return db
+    .selectFrom('policies')
+    .selectAll()
+    .where('organization_id', '=', organizationId)
+    .where('agent', '=', agent)
+    .where('version', '=', version)
+    .executeTakeFirst();
+}
+
+export function policyVersions(db: Executor, organizationId: string, agent: string): Promise<PolicyRow[]> {
+  return db
+    .selectFrom('policies')
+    .selectAll()
+    .where('organization_id', '=', organizationId)
+    .where('agent', '=', agent)
+    .orderBy('version', 'desc')
+    .execute();
+}
+
+/**
+ * Adds the next version in one statement (the primary key refuses a concurrent writer of the same
+ * version, which then retries). `rules` null records a deletion.
+ */
+export async function insertVersion(
+  db: Executor,
+  v: { organizationId: string; agent: string; rules: unknown; actorKeyId: string | null; now: Date },
+): Promise<PolicyRow> {
+  const result = await sql<PolicyRow>`
+    INSERT INTO policies (organization_id, agent, version, rules, actor_key_id, created_at)
+    SELECT ${v.organizationId}, ${v.agent}, COALESCE(max(version), 0) + 1,
+      ${v.rules === null ? null : JSON.stringify(v.rules)}::jsonb, ${v.actorKeyId}, ${v.now}
+    FROM policies WHERE organization_id = ${v.organizationId} AND agent = ${v.agent}
+    RETURNING *`.execute(db);
+  const row = result.rows[0];
+  if (!row) throw new Error('policy insert returned nothing');
+  return row;
+}

@@ -1,0 +1,151 @@
+import { type DB, type Kysely, sqlState } from '@vouch/db';
+import type { Policy, PolicyInput, PolicyRule } from '@vouch/schemas';
+import { findAgent } from '../agents/agents.repository.ts';
+import type { AuditService } from '../audit/audit.service.ts';
+import type { ReadCache } from '../cache/read-cache.ts';
+import type { Actor } from '../shared/actor.ts';
+import { type Clock, toUnixSeconds } from '../shared/clock.ts';
+import { AgentNotFoundError, DomainError } from '../shared/errors.ts';
+import * as repo from './policies.repository.ts';
+
+export interface PoliciesDeps {
+  db: Kysely<DB>;
+  clock: Clock;
+  audit: AuditService;
+  cache?: ReadCache | undefined;
+}
+
+/** The rule set a decision applies, and where it came from. */
+export interface EffectivePolicy {
+  /** The agent whose policy it is, or null for the organization's default. */
+  agent: string | null;
+  version: number;
+  rules: PolicyRule[];
+}
+
+export class PolicyNotFoundError extends DomainError {
+  constructor(agent: string | null, version?: number) {
+    super(
+      'POLICY_NOT_FOUND',
+      `${agent ? `agent ${agent} has no policy` : 'the organization has no default policy'}${
+        version === undefined ? '' : ` version ${version}`
+      }`,
+    );
+  }
+}
+
+function toPolicy(row: repo.PolicyRow): Policy {
+  return {
+    agent: row.agent === repo.DEFAULT_POLICY_AGENT ? null : row.agent,
+    version: row.version,
+    rules: (row.rules as PolicyRule[] | null) ?? null,
+    createdAt: toUnixSeconds(row.created_at),
+    actorKeyId: row.actor_key_id,
+  };
+}
+
+const slot = (organizationId: string, agent: string) => `${organizationId}/${agent}`;
+
+export function createPoliciesService({ db, clock, audit, cache }: PoliciesDeps) {
+  /** The current rule set stored under `agent` ('' for the default), through the read cache. */
+  async function current(
+    organizationId: string,
+    agent: string,
+    executor: Kysely<DB> = db,
+  ): Promise<EffectivePolicy | null> {
+    const load = async () => {
+      const row = await repo.latestPolicy(executor, organizationId, agent);
+      if (!row || row.rules === null) return null;
+      return {
+        agent: agent === repo.DEFAULT_POLICY_AGENT ? null : agent,
+        version: row.version,
+        rules: row.rules as PolicyRule[],
+      };
+    };
+    return cache && executor === db ? cache.read('policies', slot(organizationId, agent), load) : load();
+  }
+
+  async function requireAgent(agent: string | null) {
+    if (agent !== null && !(await findAgent(db, agent))) throw new AgentNotFoundError(agent);
+  }
+
+  /** Writes the next version, retrying when another writer took the same number at the same time. */
+  async function write(actor: Actor, agent: string | null, rules: PolicyRule[] | null): Promise<repo.PolicyRow> {
+    const stored = agent ?? repo.DEFAULT_POLICY_AGENT;
+    const now = clock();
+    for (let attempt = 0; ; attempt++) {
+      try {
+        const row = await db.transaction().execute(async (trx) => {
+          const row = await repo.insertVersion(trx, {
+            organizationId: actor.organizationId,
+            agent: stored,
+            rules,
+            actorKeyId: actor.keyId,
+            now,
+          });
+          await audit.append(
+            trx,
+            actor,
+            rules === null ? 'policy.deleted' : 'policy.set',
+            agent,
+            { version: row.version, default: agent === null, rules },
+            now,
+          );
+          return row;
+        });
+        cache?.invalidate('policies', slot(actor.organizationId, stored));
+        return row;
+      } catch (error) {
+        if (sqlState(error) !== '23505' || attempt >= 4) throw error;
+      }
+    }
+  }
+
+  return {
+    /**
+     * The policy a decision for `agent` applies in the organization: the agent's own, else the
+     * organization's default, else none.
+     */
+    async effective(organizationId: string, agent: string, executor: Kysely<DB> = db): Promise<EffectivePolicy | null> {
+      return (
+        (await current(organizationId, agent, executor)) ??
+        (await current(organizationId, repo.DEFAULT_POLICY_AGENT, executor))
+      );
+    },
+
+    /** The current version (or `version`) of the agent's policy (`agent` null: the default policy). */
+    async get(actor: Actor, agent: string | null, version?: number): Promise<Policy> {
+      await requireAgent(agent);
+      const stored = agent ?? repo.DEFAULT_POLICY_AGENT;
+      const row =
+        version === undefined
+          ? await repo.latestPolicy(db, actor.organizationId, stored)
+          : await repo.policyVersion(db, actor.organizationId, stored, version);
+      // A deleted policy is not found as the current one; an old version reads as it was.
+      if (!row || (version === undefined && row.rules === null)) throw new PolicyNotFoundError(agent, version);
+      return toPolicy(row);
+    },
+
+    async versions(actor: Actor, agent: string | null): Promise<{ versions: Policy[] }> {
+      await requireAgent(agent);
+      const rows = await repo.policyVersions(db, actor.organizationId, agent ?? repo.DEFAULT_POLICY_AGENT);
+      return { versions: rows.map(toPolicy) };
+    },
+
+    /** Replaces the rule set: a new version, in the audit log. */
+    async put(actor: Actor, agent: string | null, input: PolicyInput): Promise<Policy> {
+      await requireAgent(agent);
+      return toPolicy(await write(actor, agent, input.rules));
+    },
+
+    /** Deletes the policy: a version without rules (the history stays). */
+    async remove(actor: Actor, agent: string | null): Promise<Policy> {
+      await requireAgent(agent);
+      const latest = await repo.latestPolicy(db, actor.organizationId, agent ?? repo.DEFAULT_POLICY_AGENT);
+      if (!latest || latest.rules === null) throw new PolicyNotFoundError(agent);
+      return toPolicy(await write(actor, agent, null));
+    },
+  };
+}
+
+export type PoliciesService = ReturnType<typeof createPoliciesService>;
