@@ -148,6 +148,18 @@ export function createBullmqRunner(options: BullmqOptions): JobRunner & { queues
     }
   }
 
+  /** Resolves once the producer's connection is ready, or after `ms` (then `guarded` refuses). */
+  async function connected(ms: number): Promise<void> {
+    if (producer.status === 'ready') return;
+    let resolveReady!: () => void;
+    const ready = new Promise<void>((resolve) => {
+      resolveReady = resolve;
+      producer.once('ready', resolve);
+    });
+    await within(ready, ms, undefined);
+    producer.off('ready', resolveReady);
+  }
+
   function failure(id: string, reason: string): Error {
     const domain = decodeJobError(reason);
     return domain ? new DomainJobError(domain) : new JobFailedError(id, reason);
@@ -261,6 +273,9 @@ export function createBullmqRunner(options: BullmqOptions): JobRunner & { queues
 
     async every<J extends AnyJob>(job: J, payload: PayloadOf<J>, everyMs: number) {
       const { attempts, backoff, removeOnComplete, removeOnFail } = jobOptions(job);
+      // A process schedules at start, while its connection is still being made: `guarded` alone
+      // refused every such schedule. Wait for the connection, no longer than a command may take.
+      await connected(COMMAND_TIMEOUT_MS);
       await guarded(() =>
         queueFor(job).upsertJobScheduler(
           job.name,
