@@ -2,7 +2,16 @@ import { randomUUID } from 'node:crypto';
 import { DomainJobError, JobFailedError } from './errors.ts';
 import type { Executor } from './executor.ts';
 import { type AnyJob, assertAwaited, type PayloadOf, type QueueName, queueNames, type ResultOf } from './registry.ts';
-import type { EnqueueOptions, FlowChild, JobInfo, JobRunner, JobStatus, RunOutcome } from './runner.ts';
+import type {
+  EnqueueOptions,
+  FlowChild,
+  JobInfo,
+  JobRunner,
+  JobStatus,
+  QueueReport,
+  QueueReports,
+  RunOutcome,
+} from './runner.ts';
 
 interface JobRecord {
   info: JobInfo;
@@ -251,6 +260,18 @@ export function createInProcessRunner(options: InProcessOptions): JobRunner {
     },
 
     async ping() {},
+
+    async inspect() {
+      const reports = Object.fromEntries(
+        queueNames.map((q): [QueueName, QueueReport] => [q, { state: 'in_process', waiting: 0, delayed: 0 }]),
+      ) as QueueReports;
+      for (const { info } of records.values()) {
+        const report = reports[info.queue as QueueName];
+        if (info.status === 'waiting') report.waiting = (report.waiting ?? 0) + 1;
+        else if (info.status === 'delayed') report.delayed = (report.delayed ?? 0) + 1;
+      }
+      return reports;
+    },
 
     async close() {
       closed = true;
