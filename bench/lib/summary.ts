@@ -26,6 +26,9 @@ export function summaryLine(s: Record<string, unknown>): string {
       `commit → other replica's drop p50 ${ms(staleness.p50)}, p99 ${ms(staleness.p99)}, max ${ms(staleness.max)} (${n(staleness.count)} writes at ${writes?.achievedPerSec}/s, reader at ${n(reads?.rps ?? 0)} req/s)`,
     );
     if (s.unmatched) parts.push(`${s.unmatched} writes without a drop`);
+    const idle = (s.idleReader as { staleness?: LatencySummary } | null | undefined)?.staleness;
+    if (idle && idle.count > 0)
+      parts.push(`reader idle p50 ${ms(idle.p50)}, p99 ${ms(idle.p99)}, max ${ms(idle.max)} (${n(idle.count)} writes)`);
   }
   if (typeof s.medianMs === 'number') parts.push(`median ${ms(s.medianMs)} of ${JSON.stringify(s.runsMs)}`);
   const chunked = s.chunked as { medianMs?: number } | undefined;

@@ -11,6 +11,8 @@ import { LatencyRecorder, round } from '../lib/stats.ts';
 const KEYS = 1000;
 /** Writes per second through the writer, one at a time, alternating a budget's limits and a score. */
 const WRITE_RATE = 100;
+/** The full profile's phase of writes with the reader idle. */
+const IDLE_SECONDS = 5;
 
 interface Drop {
   ns: bigint;
@@ -36,6 +38,82 @@ function readTrace(file: string): Map<string, Drop[]> {
   }
   for (const list of drops.values()) list.sort((a, b) => (a.ns < b.ns ? -1 : a.ns > b.ns ? 1 : 0));
   return drops;
+}
+
+interface Write {
+  id: string;
+  sent: bigint;
+  answered: bigint;
+}
+
+interface Matched {
+  /** The writer's own drop (its commit acknowledged) and the reader's drop (the notification handled). */
+  own: bigint;
+  other: bigint;
+}
+
+/**
+ * Each write's two drops: the writer's, between the request and the answer; the reader's, after
+ * the request was sent and before the same key's next write (keys are written seconds apart).
+ */
+function match(writes: Write[], writerDrops: Map<string, Drop[]>, readerDrops: Map<string, Drop[]>) {
+  const found = new Map<Write, Matched>();
+  const nextSent = new Map<string, bigint>();
+  for (let i = writes.length - 1; i >= 0; i--) {
+    const write = writes[i] as Write;
+    const until = nextSent.get(write.id);
+    nextSent.set(write.id, write.sent);
+    const own = writerDrops
+      .get(write.id)
+      ?.find((d) => d.source === 'write' && d.ns >= write.sent && d.ns <= write.answered);
+    const other = readerDrops
+      .get(write.id)
+      ?.find((d) => d.source === 'notification' && d.ns >= write.sent && (until === undefined || d.ns < until));
+    if (own && other) found.set(write, { own: own.ns, other: other.ns });
+  }
+  return found;
+}
+
+/** The figures of one phase of writes. */
+function summarize(
+  phase: { writes: Write[]; elapsedSec: number; cpu: Record<string, number> },
+  matched: Map<Write, Matched>,
+) {
+  const latency = new LatencyRecorder();
+  const staleness = new LatencyRecorder();
+  const sentToReaderDrop = new LatencyRecorder();
+  const writerDropToAnswer = new LatencyRecorder();
+  let readerFirst = 0;
+  for (const write of phase.writes) {
+    latency.record(ms(write.answered - write.sent));
+    const m = matched.get(write);
+    if (!m) continue;
+    staleness.record(ms(m.other - m.own));
+    sentToReaderDrop.record(ms(m.other - write.sent));
+    writerDropToAnswer.record(ms(write.answered - m.own));
+    if (m.other < m.own) readerFirst++;
+  }
+  return {
+    writes: {
+      count: phase.writes.length,
+      ratePerSec: WRITE_RATE,
+      achievedPerSec: round(phase.writes.length / phase.elapsedSec, 1),
+      elapsedSec: phase.elapsedSec,
+      /** Each write's round trip from the harness. */
+      latency: latency.summary(),
+    },
+    /** Per write, reader's drop − writer's drop, ms: a lower bound of the window (see `method`). */
+    staleness: staleness.summary(),
+    matched: staleness.count,
+    unmatched: phase.writes.length - staleness.count,
+    /** Writes whose notification the reader handled before the writer had its commit's acknowledgement (negative staleness). */
+    readerBeforeWriter: readerFirst,
+    /** From the harness sending the write (before its commit) to the reader's drop: an upper bound of the window. */
+    sentToReaderDrop: sentToReaderDrop.summary(),
+    /** From the writer's drop to the harness receiving the write's answer: the rest of the write. */
+    writerDropToAnswer: writerDropToAnswer.summary(),
+    cpu: phase.cpu,
+  };
 }
 
 const now = () => process.hrtime.bigint();
@@ -104,32 +182,44 @@ export async function runCacheStaleness(ctx: Context) {
     client.current = pacedClient(writer.base);
     const http = client.current;
     const scores = new Map<string, number>();
-    const writes: Array<{ id: string; sent: bigint; answered: bigint }> = [];
-    const count = WRITE_RATE * profile.durationSec;
-    // Writes that run late stop with the measured time, while the reader is still under load.
-    const deadline = performance.now() + profile.durationSec * 1000;
-    const op = async (i: number) => {
-      if (performance.now() > deadline) return;
-      const agent = keys[i % keys.length] as string;
-      let res: { status: number; body: string };
-      let id: string;
-      const sent = now();
-      if (i % 2 === 0) {
-        id = `budgets:${agent}`;
-        res = await http.post(`/api/budgets/${agent}/set`, { dailyLimit: String(2_000_000 + i) });
-      } else {
-        id = `agents:${agent}`;
-        const score = ((scores.get(agent) ?? 488) + 1) % 1001; // always a change
-        scores.set(agent, score);
-        res = await http.post(`/api/agents/${agent}/score`, { score, reason: '0x' });
-      }
-      writes.push({ id, sent, answered: now() });
-      if (res.status !== 200) throw new Error(`write ${id} answered ${res.status}: ${res.body.slice(0, 200)}`);
+    const writes: Write[] = [];
+    let sequence = 0;
+    /** Paced writes for `seconds` (those that run late stop with the time); returns the phase's. */
+    const writeFor = async (seconds: number) => {
+      const phase: Write[] = [];
+      const deadline = performance.now() + seconds * 1000;
+      const op = async () => {
+        if (performance.now() > deadline) return;
+        const i = sequence++;
+        const agent = keys[i % keys.length] as string;
+        let res: { status: number; body: string };
+        let id: string;
+        const sent = now();
+        if (i % 2 === 0) {
+          id = `budgets:${agent}`;
+          res = await http.post(`/api/budgets/${agent}/set`, { dailyLimit: String(2_000_000 + i) });
+        } else {
+          id = `agents:${agent}`;
+          const score = ((scores.get(agent) ?? 488) + 1) % 1001; // always a change
+          scores.set(agent, score);
+          res = await http.post(`/api/agents/${agent}/score`, { score, reason: '0x' });
+        }
+        phase.push({ id, sent, answered: now() });
+        if (res.status !== 200) throw new Error(`write ${id} answered ${res.status}: ${res.body.slice(0, 200)}`);
+      };
+      const { result, cpu } = await withCpu(ctx, () =>
+        paced({ ratePerSec: WRITE_RATE, count: WRITE_RATE * seconds, op }),
+      );
+      if (result.errors)
+        throw new Error(`X-cache-staleness: ${result.errors} writes failed, first: ${result.firstError}`);
+      writes.push(...phase);
+      return { writes: phase, elapsedSec: result.elapsedSec, cpu };
     };
-    const { result: written, cpu } = await withCpu(ctx, () => paced({ ratePerSec: WRITE_RATE, count, op }));
+
+    const loaded = await writeFor(profile.durationSec);
     const readLoad = await load;
-    if (written.errors)
-      throw new Error(`X-cache-staleness: ${written.errors} writes failed, first: ${written.firstError}`);
+    // The full profile also times the same writes with the reader idle: the notification's own path.
+    const idle = profile.name === 'full' ? await writeFor(IDLE_SECONDS) : null;
 
     // The last written score of a few agents, read from the reader's cache now: every drop arrived.
     const sample = [...scores].slice(0, 50);
@@ -141,50 +231,13 @@ export async function runCacheStaleness(ctx: Context) {
 
     // Both processes write their traces as they exit.
     await Promise.all([writer.proc.stop(), reader.proc.stop()]);
-    const writerDrops = readTrace(traces.writer);
-    const readerDrops = readTrace(traces.reader);
-    const writeLatency = new LatencyRecorder();
-    for (const write of writes) writeLatency.record(ms(write.answered - write.sent));
-    const staleness = new LatencyRecorder();
-    const commitToAnswer = new LatencyRecorder();
-    const fromRequest = new LatencyRecorder();
-    let unmatched = 0;
-    let readerFirst = 0;
-    const nextSent = new Map<string, bigint>();
-    for (let i = writes.length - 1; i >= 0; i--) {
-      const write = writes[i] as (typeof writes)[number];
-      const until = nextSent.get(write.id);
-      nextSent.set(write.id, write.sent);
-      // The writer's own drop happens between the request and the answer; the reader's, after the
-      // request was sent and before this key's next write.
-      const own = writerDrops
-        .get(write.id)
-        ?.find((d) => d.source === 'write' && d.ns >= write.sent && d.ns <= write.answered);
-      const other = readerDrops
-        .get(write.id)
-        ?.find((d) => d.source === 'notification' && d.ns >= write.sent && (until === undefined || d.ns < until));
-      if (!own || !other) {
-        unmatched++;
-        continue;
-      }
-      staleness.record(ms(other.ns - own.ns));
-      fromRequest.record(ms(other.ns - write.sent));
-      commitToAnswer.record(ms(write.answered - own.ns));
-      if (other.ns < own.ns) readerFirst++;
-    }
+    const matched = match(writes, readTrace(traces.writer), readTrace(traces.reader));
     const reads = readLoad.ok / readLoad.elapsedSec;
     return {
       what: `commit → another API process's cache drop, per write: ${WRITE_RATE} writes/s through one API (budget limits and scores alternating, one at a time, over ${KEYS} agents) while a second API serves cached score reads and budget checks of the same agents on ${profile.connections} connections`,
       method:
-        'CLOCK_MONOTONIC (process.hrtime.bigint, shared by every process of the machine) in both API processes, taken where the read cache drops an entry (node:diagnostics_channel vouch:cache:invalidate, bench/lib/cache-trace.mjs): the writer drops its own entry right after PostgreSQL acknowledged the commit, the reader when the notification reaches it. Exact to a few µs; the acknowledgement reaches the writer slightly after the commit, so the figure can only be short by that',
-      writes: {
-        count: writes.length,
-        ratePerSec: WRITE_RATE,
-        achievedPerSec: round(writes.length / written.elapsedSec, 1),
-        elapsedSec: written.elapsedSec,
-        /** Each write's round trip from the harness, ms. */
-        latency: writeLatency.summary(),
-      },
+        'CLOCK_MONOTONIC (process.hrtime.bigint, one clock for every process of the machine) read in both API processes where the read cache drops an entry (node:diagnostics_channel vouch:cache:invalidate, bench/lib/cache-trace.mjs): the writer drops its own entry right after it received the acknowledgement of its commit, the reader when the notification reaches it. The acknowledgement reaches the writer after the commit, so per write the true window is at least `staleness` and at most `sentToReaderDrop` (from the harness sending the write)',
+      ...summarize(loaded, matched),
       readLoad: {
         connections: profile.connections,
         rps: Math.round(reads),
@@ -192,17 +245,8 @@ export async function runCacheStaleness(ctx: Context) {
         errors: readLoad.errors,
         latency: readLoad.latency,
       },
-      staleness: staleness.summary(),
-      matched: staleness.count,
-      unmatched,
-      /** Writes whose notification the reader handled before the writer handled its commit's acknowledgement (negative staleness). */
-      readerBeforeWriter: readerFirst,
-      /** An upper bound: from the harness sending the write (before its commit) to the reader's drop. */
-      sentToReaderDrop: fromRequest.summary(),
-      /** From the writer's drop to the harness receiving the write's answer: the rest of the write. */
-      writerDropToAnswer: commitToAnswer.summary(),
+      idleReader: idle ? summarize(idle, matched) : null,
       staleAfterRun: { sampled: sample.length, stale: staleAfter },
-      cpu,
     };
   } finally {
     client.current?.close();
