@@ -34,6 +34,7 @@ import { type Profile, productSettings, profiles } from './lib/profile.ts';
 import { NOISE_CORES, waitForQuiet } from './lib/quiet.ts';
 import { goalsTable, table, writeJson } from './lib/report.ts';
 import { summaryLine } from './lib/summary.ts';
+import { runCacheStaleness } from './scenarios/cache-staleness.ts';
 import { runHop, runHttpHop } from './scenarios/hops.ts';
 import { runHealth, runP1, runP2, runP3, runP4 } from './scenarios/http.ts';
 import { joinHalves, runRecompute } from './scenarios/recompute.ts';
@@ -213,6 +214,9 @@ async function main() {
     }
   });
 
+  // Extra: how long another API process's read cache serves an entry after its write committed.
+  await step(ctx, 'X-cache-staleness', () => runCacheStaleness(ctx));
+
   const goals = evaluateGoals(ctx);
   const report = {
     generatedAt: new Date().toISOString(),
@@ -263,6 +267,7 @@ async function main() {
       'X-hop-redis': 1,
       'X-hop-http': 1,
       'X-P2-uncoalesced': C,
+      'X-cache-staleness': `${C} on the reader; writes one at a time on the writer`,
     },
     /** What each Vouch process was started with (unset keys take the product's defaults). */
     processEnv: Object.fromEntries(

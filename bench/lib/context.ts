@@ -1,3 +1,4 @@
+import { fileURLToPath, pathToFileURL } from 'node:url';
 import type { Database } from '@vouch/db';
 import { queueNames } from '@vouch/jobs';
 import { freePort, sleep, waitForHttp } from '@vouch/testkit';
@@ -49,6 +50,8 @@ export interface RunningApi {
   env: Record<string, string>;
 }
 
+const CACHE_TRACE_MODULE = fileURLToPath(new URL('./cache-trace.mjs', import.meta.url));
+
 /** The common environment of Vouch's processes under test. */
 export function vouchEnv(ctx: Context): Record<string, string> {
   return {
@@ -65,7 +68,12 @@ export function vouchEnv(ctx: Context): Record<string, string> {
 export async function startApi(
   ctx: Context,
   name: string,
-  options: { rateLimit: 'on' | 'off'; coalesceWrites?: 'on' | 'off' },
+  options: {
+    rateLimit: 'on' | 'off';
+    coalesceWrites?: 'on' | 'off';
+    /** Record every drop of the read cache to this file (bench/lib/cache-trace.mjs, preloaded). */
+    cacheTrace?: string;
+  },
 ): Promise<RunningApi> {
   const port = await freePort();
   const env: Record<string, string> = {
@@ -81,6 +89,10 @@ export async function startApi(
     RATE_LIMIT: options.rateLimit,
     // Unset: the product's default (on); X-P2-uncoalesced turns it off.
     ...(options.coalesceWrites && { COALESCE_WRITES: options.coalesceWrites }),
+    ...(options.cacheTrace && {
+      NODE_OPTIONS: `--import=${pathToFileURL(CACHE_TRACE_MODULE).href}`,
+      VOUCH_BENCH_CACHE_TRACE: options.cacheTrace,
+    }),
     // On but never refusing: every bucket far above what a run sends (P2).
     ...(options.rateLimit === 'on' && {
       RATE_LIMIT_DEFAULT: '1000000000',

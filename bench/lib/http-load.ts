@@ -16,6 +16,8 @@ export interface HttpLoadOptions {
   overallRate?: number;
   /** Per-request timeout, seconds. */
   timeoutSec?: number;
+  /** A sequence of requests on `url`'s host, each connection sending them in turn (instead of `url` alone). */
+  requests?: Array<{ method: 'GET' | 'POST'; path: string; body?: string }>;
 }
 
 export interface HttpLoadResult {
@@ -49,6 +51,12 @@ export async function httpLoad(options: HttpLoadOptions, measure = true): Promis
     connections: options.connections,
     ...(options.amount ? { amount: options.amount } : { duration: options.durationSec }),
     ...(options.overallRate && { overallRate: options.overallRate }),
+    ...(options.requests && {
+      requests: options.requests.map((r) => ({
+        ...r,
+        ...(r.body !== undefined && { headers: { 'content-type': 'application/json' } }),
+      })),
+    }),
     timeout: options.timeoutSec ?? 10,
     // A 4xx/5xx is counted, not retried; the connection stays.
     excludeErrorStats: true,

@@ -18,6 +18,18 @@ export function summaryLine(s: Record<string, unknown>): string {
   if (first && first.count > 0) parts.push(`first verification p50 ${ms(first.p50)}, p99 ${ms(first.p99)}`);
   const bare = (s.bareFastify as { latency?: LatencySummary } | undefined)?.latency;
   if (bare && bare.count > 0) parts.push(`bare Fastify p50 ${ms(bare.p50)}, p99 ${ms(bare.p99)}`);
+  const staleness = s.staleness as LatencySummary | undefined;
+  if (staleness && staleness.count > 0) {
+    const writes = s.writes as { achievedPerSec?: number } | undefined;
+    const reads = s.readLoad as { rps?: number } | undefined;
+    parts.push(
+      `commit → other replica's drop p50 ${ms(staleness.p50)}, p99 ${ms(staleness.p99)}, max ${ms(staleness.max)} (${n(staleness.count)} writes at ${writes?.achievedPerSec}/s, reader at ${n(reads?.rps ?? 0)} req/s)`,
+    );
+    if (s.unmatched) parts.push(`${s.unmatched} writes without a drop`);
+    const idle = (s.idleReader as { staleness?: LatencySummary } | null | undefined)?.staleness;
+    if (idle && idle.count > 0)
+      parts.push(`reader idle p50 ${ms(idle.p50)}, p99 ${ms(idle.p99)}, max ${ms(idle.max)} (${n(idle.count)} writes)`);
+  }
   if (typeof s.medianMs === 'number') parts.push(`median ${ms(s.medianMs)} of ${JSON.stringify(s.runsMs)}`);
   const chunked = s.chunked as { medianMs?: number } | undefined;
   const twoAtOnce = s.chunkedTwoAtOnce as { medianMs?: number; speedup?: number } | undefined;

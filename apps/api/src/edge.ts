@@ -12,7 +12,7 @@ import { openapiPlugin } from './plugins/openapi.ts';
 import { rateLimitPlugin } from './plugins/rate-limit.ts';
 import { securityPlugin } from './plugins/security.ts';
 import { createRateLimiter, type RateLimitOptions } from './rate-limiter.ts';
-import type { ReadinessChecks } from './readiness.ts';
+import { queueReporter, type ReadinessChecks } from './readiness.ts';
 import { operationsRoutes } from './routes/operations.routes.ts';
 
 /** How often the organizations' own rate limits are read again. */
@@ -51,8 +51,20 @@ export const edgePlugin = fp(
     const auth = deps.auth ?? { mode: 'off' };
 
     await app.register(securityPlugin, { corsOrigins: deps.corsOrigins });
+    const jobs = deps.jobs;
+    // Read for /ready and the workers gauge, at most once a second whatever the probing rate.
+    const queueReports = jobs
+      ? queueReporter(() => jobs.inspect(), {
+          onChange: (queue, report, previous) => {
+            if (report.state === 'no_worker')
+              app.log.warn({ queue, ...report }, 'jobs are waiting on a queue no worker is connected to');
+            else if (previous === 'no_worker') app.log.info({ queue, ...report }, 'the queue has a worker again');
+          },
+        })
+      : async () => ({});
     const metrics = createMetrics({
       queues: deps.queues,
+      queueReports,
       pool: deps.database?.pool,
       defaultMetrics: deps.defaultMetrics,
     });
@@ -98,12 +110,11 @@ export const edgePlugin = fp(
     await app.register(authorizePlugin, { auth });
 
     const database = deps.database;
-    const jobs = deps.jobs;
     const checks: ReadinessChecks = {
       database: database ? [() => database.ping()] : [],
       redis: [...(jobs?.kind === 'bullmq' ? [() => jobs.ping()] : []), ...(limiter?.ping ? [limiter.ping] : [])],
     };
-    await app.register(operationsRoutes, { metrics, checks });
+    await app.register(operationsRoutes, { metrics, checks, queues: queueReports });
   },
   { name: 'vouch-edge' },
 );

@@ -1,3 +1,4 @@
+import type { QueueReports } from '@vouch/jobs';
 import type { Queue } from 'bullmq';
 import type pg from 'pg';
 import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client';
@@ -5,6 +6,8 @@ import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom
 export interface MetricsOptions {
   /** BullMQ queues: job counts by state and durations of finished jobs. */
   queues?: Queue[] | undefined;
+  /** Workers per queue (readiness.ts `queueReporter`: cached, bounded in time); with `queues`. */
+  queueReports?: () => Promise<Partial<QueueReports>>;
   /** The pg pool (absent for PGlite). */
   pool?: pg.Pool | undefined;
   /** Process metrics (CPU, memory, event loop, GC); tests that build many apps turn them off. */
@@ -97,6 +100,21 @@ export function createMetrics(options: MetricsOptions = {}): Metrics {
         );
       },
     });
+    const reports = options.queueReports;
+    if (reports) {
+      new Gauge({
+        name: 'vouch_queue_workers',
+        help: 'BullMQ workers connected to each queue, from any process (read from Redis at scrape time)',
+        labelNames: ['queue'] as const,
+        registers,
+        async collect() {
+          this.reset();
+          for (const [queue, report] of Object.entries(await reports())) {
+            if (report?.workers !== undefined) this.set({ queue }, report.workers);
+          }
+        },
+      });
+    }
     // Durations of jobs that finished since the previous scrape (processing time, finishedOn − processedOn).
     const since = new Map<string, number>();
     const start = Date.now();

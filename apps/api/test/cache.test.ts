@@ -1,4 +1,5 @@
-import { createReadCache } from '@vouch/core';
+import { subscribe, unsubscribe } from 'node:diagnostics_channel';
+import { type CacheInvalidation, createReadCache } from '@vouch/core';
 import { CACHE_NOTIFY_ROW_LIMIT, sql } from '@vouch/db';
 import {
   createAgent,
@@ -155,6 +156,28 @@ describe('read cache', () => {
     const many = Array.from({ length: CACHE_NOTIFY_ROW_LIMIT + 1 }, () => randomAddress());
     await t.database.db.insertInto('agents').values(agentRows(many)).execute();
     for (const address of cached) expect(await eventually(() => score(address), 432)).toBe(432);
+  });
+
+  it('publishes each drop on a diagnostics channel: its own write and the notification of it', async () => {
+    const seen: CacheInvalidation[] = [];
+    const onMessage = (message: unknown) => seen.push(message as CacheInvalidation);
+    subscribe('vouch:cache:invalidate', onMessage);
+    try {
+      const address = await createAgentWithBudget(t.app, { dailyLimit: '100', monthlyLimit: '1000' });
+      const budget = (source: CacheInvalidation['source']) => ({ space: 'budgets', key: address, source });
+      // The set-up's own budget notification first.
+      await expect.poll(() => seen).toContainEqual(budget('notification'));
+      seen.length = 0;
+      await post(t.app, `/api/budgets/${address}/set`, { dailyLimit: '500' });
+      // The write's own drop is published before the answer goes out. The notification comes
+      // whenever the database delivers it: after the answer, or even before the drop (PGlite
+      // delivers it with the statement's result).
+      expect(seen).toContainEqual(budget('write'));
+      await expect.poll(() => seen.length).toBe(2);
+      expect(seen).toContainEqual(budget('notification'));
+    } finally {
+      unsubscribe('vouch:cache:invalidate', onMessage);
+    }
   });
 
   it('ignores notifications for anything but its two spaces, and keeps working', async () => {

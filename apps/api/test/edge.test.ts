@@ -131,9 +131,20 @@ describe('/health, /ready and /metrics', () => {
       success: true,
       data: { status: 'ok' },
     });
+    const inProcess = { state: 'in_process', waiting: 0, delayed: 0 };
     expect((await t.app.inject({ method: 'GET', url: '/ready' })).json()).toEqual({
       success: true,
-      data: { status: 'ready', checks: { database: 'ok', redis: 'not configured' } },
+      data: {
+        status: 'ready',
+        checks: { database: 'ok', redis: 'not configured' },
+        queues: {
+          scores: inProcess,
+          checks: inProcess,
+          recompute: inProcess,
+          refresh: inProcess,
+          maintenance: inProcess,
+        },
+      },
     });
   });
 

@@ -1,5 +1,7 @@
+import { QUEUE_REPORT_MAX_AGE_MS } from '@vouch/api';
 import { createdApiKey, failureEnvelope, successEnvelope } from '@vouch/schemas';
 import { createTestApp, type DisposableRedis, randomAddress, startRedisServer, type TestContext } from '@vouch/testkit';
+import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 const ADMIN = 'readiness-admin-secret-0123';
@@ -31,7 +33,16 @@ describe('readiness, job metrics and the dashboard with BullMQ on a disposable R
   it('is ready when PostgreSQL and Redis answer', async () => {
     await expect.poll(async () => (await t.app.inject({ method: 'GET', url: '/ready' })).statusCode).toBe(200);
     const res = await t.app.inject({ method: 'GET', url: '/ready' });
-    expect(res.json()).toEqual({ success: true, data: { status: 'ready', checks: { database: 'ok', redis: 'ok' } } });
+    expect(res.json()).toMatchObject({
+      success: true,
+      data: { status: 'ready', checks: { database: 'ok', redis: 'ok' } },
+    });
+    // The worker inside this process (role `all`) works every queue.
+    await expect
+      .poll(async () => Object.values((await t.app.inject({ method: 'GET', url: '/ready' })).json().data.queues), {
+        timeout: 5000,
+      })
+      .toEqual(Array(5).fill(expect.objectContaining({ state: 'ok', workers: 1 })));
     expect((await t.app.inject({ method: 'GET', url: '/health' })).json()).toEqual({
       success: true,
       data: { status: 'ok' },
@@ -101,6 +112,27 @@ describe('readiness, job metrics and the dashboard with BullMQ on a disposable R
     expect(page.headers['content-security-policy']).toContain("script-src 'self'");
     const api = await t.app.inject({ method: 'GET', url: '/admin/queues/api/queues', headers: basic(ADMIN) });
     expect(api.statusCode).toBe(200);
+  });
+
+  it('answers within its bound while Redis stops answering, and is ready again after', async () => {
+    const pauser = new Redis(redis.url, { maxRetriesPerRequest: 1 });
+    try {
+      await pauser.call('CLIENT', 'PAUSE', '3500', 'ALL');
+      // Past the queue report's cache, so the probe reads the queues from the paused Redis too.
+      await new Promise((resolve) => setTimeout(resolve, QUEUE_REPORT_MAX_AGE_MS + 100));
+      const started = Date.now();
+      const res = await t.app.inject({ method: 'GET', url: '/ready' });
+      expect(Date.now() - started).toBeLessThan(1800);
+      expect(res.statusCode).toBe(503);
+      expect(failureEnvelope.parse(res.json()).error.details).toEqual({
+        checks: { database: 'ok', redis: 'unavailable' },
+      });
+      await expect
+        .poll(async () => (await t.app.inject({ method: 'GET', url: '/ready' })).statusCode, { timeout: 10_000 })
+        .toBe(200);
+    } finally {
+      pauser.disconnect();
+    }
   });
 
   it('goes 503 within a bounded time when Redis stops, while reads keep working', async () => {

@@ -7,7 +7,14 @@ export * from './audit/audit.model.ts';
 export { type AuditService, auditMeta, createAuditService } from './audit/audit.service.ts';
 export * from './budgets/budgets.model.ts';
 export { type BudgetsService, createBudgetsService } from './budgets/budgets.service.ts';
-export { CACHE_CHANNEL, type CacheSpace, createReadCache, type ReadCache } from './cache/read-cache.ts';
+export {
+  CACHE_CHANNEL,
+  type CacheInvalidation,
+  type CacheSpace,
+  cacheInvalidations,
+  createReadCache,
+  type ReadCache,
+} from './cache/read-cache.ts';
 export { type ChecksJobs, createChecksJobs } from './checks/checks.service.ts';
 export * from './idempotency/idempotency.service.ts';
 export { createProcessors } from './jobs.ts';

@@ -15,6 +15,13 @@ export interface BullmqWorkersOptions {
   /** How long a job's lock lasts; a killed worker's jobs are taken again after it (stalled). */
   lockDurationMs: number;
   stalledIntervalMs: number;
+  /** Names the workers' Redis connections (`<prefix>:<queue>:w:<name>`), so CLIENT LIST tells whose they are. */
+  name?: string;
+}
+
+/** Redis refuses a client name with spaces or characters outside printable ASCII. */
+export function redisClientName(name: string): string {
+  return name.replace(/[^!-~]/g, '-').slice(0, 200);
 }
 
 /**
@@ -68,6 +75,7 @@ export function startBullmqWorkers(options: BullmqWorkersOptions) {
         lockDuration: options.lockDurationMs,
         stalledInterval: options.stalledIntervalMs,
         maxStalledCount: 2,
+        ...(options.name && { name: redisClientName(options.name) }),
       },
     );
     worker.on('error', (err) => options.logger.warn({ err, queue }, 'worker connection error'));

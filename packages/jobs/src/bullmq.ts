@@ -19,6 +19,9 @@ import {
   type JobRunner,
   type JobStatus,
   organizationOfPayload,
+  type QueueReport,
+  type QueueReports,
+  type QueueState,
   type RunOutcome,
 } from './runner.ts';
 
@@ -80,6 +83,11 @@ function statusOf(state: string): JobStatus {
   if (state === 'prioritized' || state === 'waiting' || state === 'wait') return 'waiting';
   if (['delayed', 'active', 'waiting-children', 'completed', 'failed'].includes(state)) return state as JobStatus;
   return 'unknown';
+}
+
+function queueState(counts: { waiting: number; delayed: number; workers: number }): QueueState {
+  if (counts.workers > 0) return 'ok';
+  return counts.waiting + counts.delayed > 0 ? 'no_worker' : 'idle';
 }
 
 /**
@@ -323,6 +331,35 @@ export function createBullmqRunner(options: BullmqOptions): JobRunner & { queues
 
     async ping() {
       await guarded(() => producer.ping());
+    },
+
+    async inspect() {
+      const reports = await Promise.all(
+        [...queues].map(async ([name, queue]): Promise<[QueueName, QueueReport]> => {
+          try {
+            const [counts, workers] = await guarded(() =>
+              Promise.all([queue.getJobCounts('waiting', 'prioritized', 'delayed'), queue.getWorkers()]),
+            );
+            // Where CLIENT LIST is refused (some managed Redis), BullMQ answers one made-up entry
+            // without a client id instead of failing: the workers are then unknown, not one.
+            if (workers.some((client) => client.id === undefined)) return [name, { state: 'unknown' }];
+            const waiting = (counts.waiting ?? 0) + (counts.prioritized ?? 0) + (counts.paused ?? 0);
+            const delayed = counts.delayed ?? 0;
+            return [
+              name,
+              {
+                state: queueState({ waiting, delayed, workers: workers.length }),
+                waiting,
+                delayed,
+                workers: workers.length,
+              },
+            ];
+          } catch {
+            return [name, { state: 'unknown' }];
+          }
+        }),
+      );
+      return Object.fromEntries(reports) as QueueReports;
     },
 
     async close() {

@@ -9,6 +9,8 @@ import {
   type JobRunner,
   type JobStatus,
   organizationOfPayload,
+  type QueueReport,
+  type QueueReports,
   type RunOutcome,
 } from './runner.ts';
 
@@ -260,6 +262,18 @@ export function createInProcessRunner(options: InProcessOptions): JobRunner {
     },
 
     async ping() {},
+
+    async inspect() {
+      const reports = Object.fromEntries(
+        queueNames.map((q): [QueueName, QueueReport] => [q, { state: 'in_process', waiting: 0, delayed: 0 }]),
+      ) as QueueReports;
+      for (const { info } of records.values()) {
+        const report = reports[info.queue as QueueName];
+        if (info.status === 'waiting') report.waiting = (report.waiting ?? 0) + 1;
+        else if (info.status === 'delayed') report.delayed = (report.delayed ?? 0) + 1;
+      }
+      return reports;
+    },
 
     async close() {
       closed = true;

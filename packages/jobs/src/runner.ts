@@ -1,4 +1,4 @@
-import type { AnyJob, PayloadOf, ResultOf } from './registry.ts';
+import type { AnyJob, PayloadOf, QueueName, ResultOf } from './registry.ts';
 
 export type JobStatus = 'waiting' | 'delayed' | 'active' | 'waiting-children' | 'completed' | 'failed' | 'unknown';
 
@@ -40,6 +40,29 @@ export interface FlowChild<J extends AnyJob = AnyJob> {
 }
 
 /**
+ * Whether a queue's jobs have someone to run them:
+ * - `ok`: at least one BullMQ worker is connected to the queue;
+ * - `idle`: no worker, and nothing waiting or delayed;
+ * - `no_worker`: jobs waiting or delayed and no worker connected (BullMQ moves a delayed job to
+ *   waiting only through a worker, so without one a delayed job never becomes due);
+ * - `unknown`: the figures could not be read (Redis away or slow, or it refuses CLIENT LIST);
+ * - `in_process`: the in-process runner: this process runs the jobs itself.
+ */
+export type QueueState = 'ok' | 'idle' | 'no_worker' | 'unknown' | 'in_process';
+
+export interface QueueReport {
+  state: QueueState;
+  /** Jobs ready to run (waiting, prioritized or in a paused queue); absent when unknown. */
+  waiting?: number;
+  /** Jobs scheduled for later or waiting to be retried. */
+  delayed?: number;
+  /** BullMQ workers connected to the queue, from any process (Redis client names); BullMQ only. */
+  workers?: number;
+}
+
+export type QueueReports = Record<QueueName, QueueReport>;
+
+/**
  * The job interface the API uses, whatever carries the jobs: BullMQ over Redis
  * or the in-process runner. Payloads are validated against the registry first.
  */
@@ -62,7 +85,12 @@ export interface JobRunner {
    */
   every<J extends AnyJob>(job: J, payload: PayloadOf<J>, everyMs: number): Promise<void>;
   get(jobId: string): Promise<JobInfo | null>;
-  /** Counts per queue and state, for metrics and readiness. */
+  /** Answers when the transport is reachable (readiness); a no-op in process. */
   ping(): Promise<void>;
+  /**
+   * Per queue: jobs waiting and delayed, and who runs them (readiness). Reads Redis every call;
+   * the API caches the answer (readiness.ts).
+   */
+  inspect(): Promise<QueueReports>;
   close(): Promise<void>;
 }

@@ -200,6 +200,7 @@ export async function createRuntime(config: Config, overrides: RuntimeOverrides 
         logger: role === 'worker' ? logger : logger.child({ component: 'worker' }),
         lockDurationMs: config.WORKER_LOCK_DURATION_MS,
         stalledIntervalMs: config.WORKER_STALLED_INTERVAL_MS,
+        name: workerId,
       });
       closers.unshift(() => workers?.close(config.SHUTDOWN_TIMEOUT_MS) ?? Promise.resolve());
     }

@@ -1,7 +1,22 @@
+import { channel } from 'node:diagnostics_channel';
 import type { Database } from '@vouch/db';
 
 export type CacheSpace = 'agents' | 'budgets' | 'policies';
 const SPACES: readonly CacheSpace[] = ['agents', 'budgets', 'policies'];
+
+/** What the cache publishes on `cacheInvalidations` each time it drops an entry (or a space, `key` `*`). */
+export interface CacheInvalidation {
+  space: CacheSpace;
+  key: string;
+  /** `write`: this process's own write, just after its commit; `notification`: another's, on its notification. */
+  source: 'write' | 'notification';
+}
+
+/**
+ * Every drop, for tracing tools (node:diagnostics_channel; the benchmark's X-cache-staleness
+ * times commit → drop in another process with it). Publishing is skipped while nobody subscribes.
+ */
+export const cacheInvalidations = channel('vouch:cache:invalidate');
 
 /**
  * A per-process cache of hot reads (an agent's score, a budget row), dropped entry by
@@ -42,11 +57,14 @@ export async function createReadCache(database: Database, options: { maxEntries?
   // Bumped by every invalidation: a load that saw an older epoch must not be stored.
   let epoch = 0;
 
-  const invalidate = (space: CacheSpace, key: string) => {
+  const drop = (space: CacheSpace, key: string, source: CacheInvalidation['source']) => {
     epoch++;
     if (key === '*') spaces[space].clear();
     else spaces[space].delete(key);
+    if (cacheInvalidations.hasSubscribers)
+      cacheInvalidations.publish({ space, key, source } satisfies CacheInvalidation);
   };
+  const invalidate = (space: CacheSpace, key: string) => drop(space, key, 'write');
 
   const listening = await database.listen(CACHE_CHANNEL, {
     onNotify(payload) {
@@ -56,7 +74,7 @@ export async function createReadCache(database: Database, options: { maxEntries?
         epoch++;
         return;
       }
-      invalidate(space as CacheSpace, payload.slice(separator + 1));
+      drop(space as CacheSpace, payload.slice(separator + 1), 'notification');
     },
     onReady() {
       epoch++;
