@@ -347,4 +347,32 @@ describe('under concurrency', () => {
     const entry = (await get(t.app, `/api/budgets/${agent}/spends?status=accepted&limit=1`)).json().data.spends[0];
     expect(entry).toMatchObject({ spendId: spent.spendId, refunded: '90' });
   });
+
+  it('mixes spends, holds, captures, voids and expiries at once without a deadlock or a 5xx', async () => {
+    const agent = await createAgentWithBudget(t.app, { dailyLimit: '5000', monthlyLimit: '100000', perTxLimit: '500' });
+    const ids: string[] = [];
+    const statuses = await Promise.all(
+      Array.from({ length: 120 }, async (_, i) => {
+        const kind = i % 4;
+        if (kind === 0) return (await post(t.app, `/api/budgets/${agent}/spend`, { amount: '50' })).statusCode;
+        if (kind === 1) {
+          const res = await post(t.app, `/api/budgets/${agent}/authorizations`, { amount: '80', expiresIn: 1 });
+          if (res.statusCode === 201) ids.push(res.json().data.authorizationId);
+          return res.statusCode;
+        }
+        const id = ids[ids.length - 1];
+        if (!id) return 0;
+        const op = kind === 2 ? 'capture' : 'void';
+        return (await post(t.app, `/api/budgets/${agent}/authorizations/${id}/${op}`, {})).statusCode;
+      }).concat([t.services.authorizations.expireDue().then(() => 200)]),
+    );
+    expect(statuses.filter((s) => s >= 500)).toEqual([]);
+    // Whatever the interleaving, the counters equal what the ledger and the open holds say.
+    t.clock.advance(2000);
+    await t.services.authorizations.expireDue();
+    const budgetNow = await readBudget(agent);
+    const ledger = (await get(t.app, `/api/budgets/${agent}/spends?status=accepted&limit=1000`)).json().data.spends;
+    const spentTotal = ledger.reduce((n: bigint, s: { amount: string }) => n + BigInt(s.amount), 0n);
+    expect([budgetNow.dailySpent, budgetNow.dailyHeld]).toEqual([spentTotal.toString(), '0']);
+  });
 });

@@ -260,7 +260,9 @@ export async function release(db: Executor, v: Release): Promise<ReleaseRow | un
       FROM a WHERE a.captured > 0
       RETURNING id
     ), outcome AS (
-      SELECT a.*, ledger.id::text AS spend_id FROM a LEFT JOIN ledger ON true
+      -- Reading upd here takes the budget's row lock before the audit head's, as every other
+      -- statement does: a data-modifying CTE nobody reads runs at the end, in no set order.
+      SELECT a.*, ledger.id::text AS spend_id FROM a LEFT JOIN upd ON true LEFT JOIN ledger ON true
     ), ${auditCtes(
       v.audit,
       {
@@ -322,8 +324,9 @@ export async function expireHolds(
       WHERE (b.organization_id, b.agent, b.asset) IN (SELECT organization_id, agent, asset FROM a)
       RETURNING b.agent
     ), expired AS (
+      -- Counting upd's rows takes the budgets' locks before the audit head's (see release).
       SELECT jsonb_agg(jsonb_build_object('authorizationId', a.id::text, 'agent', a.agent, 'amount', a.amount::text)
-        ORDER BY a.id) AS holds
+        ORDER BY a.id) AS holds, (SELECT count(*) FROM upd) AS budgets
       FROM a HAVING count(*) > 0
     ), ${auditCtes(
       audit,
