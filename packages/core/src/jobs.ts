@@ -1,5 +1,6 @@
 import { DomainJobError, type Processors } from '@vouch/jobs';
 import { anomalyProcessor, sanctionsProcessor, verifyProcessor } from './checks/checks.jobs.ts';
+import { erc8004IndexProcessor } from './erc8004/erc8004.jobs.ts';
 import { purgeIdempotencyProcessor } from './idempotency/idempotency.jobs.ts';
 import {
   batchScoresProcessor,
@@ -41,6 +42,7 @@ export function createProcessors(services: Services, worker: string): Processors
     'checks.transaction': chainCheckProcessor(services),
     'maintenance.purge-idempotency': purgeIdempotencyProcessor(services),
     'maintenance.recheck-transactions': recheckTransactionsProcessor(services),
+    'maintenance.erc8004-index': erc8004IndexProcessor(services),
   };
   return Object.fromEntries(
     Object.entries(processors).map(([name, fn]) => [name, domainErrors(fn as (...a: unknown[]) => Promise<unknown>)]),

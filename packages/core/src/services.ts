@@ -8,6 +8,7 @@ import { createAuditService } from './audit/audit.service.ts';
 import { createBudgetsService } from './budgets/budgets.service.ts';
 import type { ReadCache } from './cache/read-cache.ts';
 import { createChecksJobs } from './checks/checks.service.ts';
+import { createErc8004Service, type Erc8004Options } from './erc8004/erc8004.service.ts';
 import { createIdempotencyService } from './idempotency/idempotency.service.ts';
 import { createKeysService } from './keys/keys.service.ts';
 import { createOrganizationsService } from './organizations/organizations.service.ts';
@@ -43,6 +44,8 @@ export interface CoreDeps {
   anomaly: AnomalySettings;
   /** Read cache for scores and budget rows (API processes). */
   cache?: ReadCache | undefined;
+  /** The ERC-8004 registries, the indexer and the feedback export (erc8004Options of @vouch/config). */
+  erc8004: Omit<Erc8004Options, 'fetchTimeoutMs'>;
 }
 
 /** Every use case, wired to one database, clock and job runner; built by the runtime (@vouch/runtime). */
@@ -53,7 +56,24 @@ export function createServices(deps: CoreDeps) {
   // One viem client for every chain read: the verification's and the transaction checks'.
   const chain = createChainReader(deps.chainRpcUrl, deps.chainTimeoutMs);
   const basis = deps.scoreTransactions ?? 'all';
-  const scores = createScoresService({ ...base, audit, basis, chainConfigured: chain !== null });
+  // An indexer run that changed what an agent's identity or feedback says refreshes its score.
+  let refresh: (agent: string) => void = () => {};
+  const erc8004 = createErc8004Service({
+    ...base,
+    audit,
+    chain,
+    options: { ...deps.erc8004, fetchTimeoutMs: deps.chainTimeoutMs },
+    onAgentsChanged: (agents) => {
+      for (const agent of agents) refresh(agent);
+    },
+  });
+  const scores = createScoresService({
+    ...base,
+    audit,
+    basis,
+    chainConfigured: chain !== null,
+    evidence: erc8004.evidence,
+  });
   const sanctions = createSanctionsService({ ...base, rescore: (addresses) => scores.recompute(addresses, null) });
   const verification = createVerificationService({ ...base, chain, thresholds: deps.verification });
   const anomaly = createAnomalyService({
@@ -70,6 +90,7 @@ export function createServices(deps: CoreDeps) {
     refreshDelayMs: deps.refreshDelayMs,
     onRefreshError: (error, agent) => deps.onBackgroundError?.(error, { job: 'scores.refresh-agent', agent }),
   });
+  refresh = (agent) => scoring.refresh(agent);
   const chainChecks = createChainChecks({
     ...base,
     runner: deps.jobs,
@@ -83,7 +104,8 @@ export function createServices(deps: CoreDeps) {
   return {
     audit,
     organizations: createOrganizationsService({ ...base, audit }),
-    agents: createAgentsService({ ...base, audit, cache: deps.cache }),
+    agents: createAgentsService({ ...base, audit, cache: deps.cache, identityOf: erc8004.identityOf }),
+    erc8004,
     budgets: createBudgetsService({ ...base, audit, cache: deps.cache }),
     scores,
     scoring,

@@ -19,6 +19,8 @@ export interface AgentsDeps {
   clock: Clock;
   audit: AuditService;
   cache?: ReadCache | undefined;
+  /** The agent's ERC-8004 identity on the indexed chain (none without an index). */
+  identityOf?: (address: string) => Promise<Agent['erc8004']>;
 }
 
 /**
@@ -32,7 +34,10 @@ export function assertOwns(actor: Actor, agent: { address: string; organization_
   });
 }
 
-export function toAgent(row: AgentRow & { transaction_count: number | null; total_volume: string | null }): Agent {
+export function toAgent(
+  row: AgentRow & { transaction_count: number | null; total_volume: string | null },
+  erc8004: Agent['erc8004'] = null,
+): Agent {
   return {
     address: row.address,
     score: row.score,
@@ -47,6 +52,7 @@ export function toAgent(row: AgentRow & { transaction_count: number | null; tota
     lastUpdated: toUnixSeconds(row.updated_at),
     transactionCount: row.transaction_count ?? 0,
     totalVolume: row.total_volume ?? '0',
+    erc8004,
   };
 }
 
@@ -78,7 +84,7 @@ function decodeEventCursor(cursor: string): string {
   throw new ValidationError([{ path: 'querystring.cursor', message: 'is not a cursor this service issued' }]);
 }
 
-export function createAgentsService({ db, clock, audit, cache }: AgentsDeps) {
+export function createAgentsService({ db, clock, audit, cache, identityOf = async () => null }: AgentsDeps) {
   /** Throws unless the address is known; returns the row. */
   async function requireKnown(address: string, executor: Kysely<DB> = db): Promise<AgentRow> {
     const row = await repo.findAgent(executor, address);
@@ -107,7 +113,7 @@ export function createAgentsService({ db, clock, audit, cache }: AgentsDeps) {
     async get(address: string): Promise<Agent> {
       const row = await repo.findAgentWithActivity(db, address);
       if (!row) throw new AgentNotFoundError(address);
-      return toAgent(row);
+      return toAgent(row, await identityOf(address));
     },
 
     /**
@@ -137,7 +143,7 @@ export function createAgentsService({ db, clock, audit, cache }: AgentsDeps) {
       cache?.invalidate('agents', input.address); // a "not found" may be cached
       const full = await repo.findAgentWithActivity(db, input.address);
       if (!full) throw new AgentNotFoundError(input.address);
-      return toAgent(full);
+      return toAgent(full, await identityOf(input.address));
     },
 
     /** Changes a registered agent's owner; the time of the change feeds ownershipStability. */
@@ -153,7 +159,7 @@ export function createAgentsService({ db, clock, audit, cache }: AgentsDeps) {
       if (changed) cache?.invalidate('budgets', address); // whether a spend is allowed may have changed
       const full = await repo.findAgentWithActivity(db, address);
       if (!full) throw new AgentNotFoundError(address);
-      return toAgent(full);
+      return toAgent(full, await identityOf(address));
     },
 
     async setScore(actor: Actor, address: string, input: SetScoreInput) {

@@ -8,6 +8,7 @@ import * as verificationProvenance from './20261125000000-verification-provenanc
 import * as transactionBackdated from './20261125010000-transaction-backdated.ts';
 import * as transactionChainStatus from './20261125020000-transaction-chain-status.ts';
 import * as organizations from './20261126000000-organizations.ts';
+import * as erc8004 from './20261127000000-erc8004.ts';
 
 /** Every migration, in order. Names are timestamped; never rename or reorder a landed one. */
 export const migrations: Record<string, Migration> = {
@@ -20,4 +21,5 @@ export const migrations: Record<string, Migration> = {
   '20261125010000-transaction-backdated': transactionBackdated,
   '20261125020000-transaction-chain-status': transactionChainStatus,
   '20261126000000-organizations': organizations,
+  '20261127000000-erc8004': erc8004,
 };
