@@ -1,5 +1,5 @@
 import { readFileSync } from 'node:fs';
-import { type Abi, type Address, type Hex, hexToBytes, type PrivateKeyAccount } from 'viem';
+import { type Abi, type Address, type Hex, hexToBytes, type LocalAccount } from 'viem';
 import type { LocalChain } from './chain.ts';
 
 /** The test registries' sources, next to this file: written for the tests, with the v2.0.0 events and functions. */
@@ -53,7 +53,7 @@ export interface Registries {
   register(from: Address, agentURI?: string): Promise<bigint>;
   setAgentURI(from: Address, agentId: bigint, uri: string): Promise<void>;
   /** Points the agent's wallet at `wallet`, signed by that wallet (EIP-712, as the registry checks). */
-  setAgentWallet(from: Address, agentId: bigint, wallet: PrivateKeyAccount): Promise<void>;
+  setAgentWallet(from: Address, agentId: bigint, wallet: LocalAccount): Promise<void>;
   transfer(from: Address, to: Address, agentId: bigint): Promise<void>;
   giveFeedback(
     from: Address,

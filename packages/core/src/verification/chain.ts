@@ -7,6 +7,7 @@ import {
   type Hex,
   http,
   type PublicClient,
+  TimeoutError,
   TransactionNotFoundError,
   TransactionReceiptNotFoundError,
 } from 'viem';
@@ -242,12 +243,12 @@ export function createChainReader(rpcUrl: string | undefined, timeoutMs: number)
         try {
           await client.call({ account: account.address, to: target, data });
         } catch (error) {
-          if (
-            error instanceof CallExecutionError &&
-            !/HttpRequestError|TimeoutError|SocketClosedError/.test(String(error.walk()?.name ?? ''))
-          ) {
-            throw new ChainCallRevertedError(reasonOf(error));
-          }
+          // The node answered with a JSON-RPC error (the call reverts), or it did not answer at all.
+          const transport =
+            error instanceof BaseError &&
+            error.walk((e) => /HttpRequestError|TimeoutError|SocketClosedError/.test((e as Error)?.name ?? '')) !==
+              null;
+          if (error instanceof CallExecutionError && !transport) throw new ChainCallRevertedError(reasonOf(error));
           throw unavailable(error);
         }
         try {
