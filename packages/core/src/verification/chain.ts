@@ -7,7 +7,6 @@ import {
   type Hex,
   http,
   type PublicClient,
-  TimeoutError,
   TransactionNotFoundError,
   TransactionReceiptNotFoundError,
 } from 'viem';
