@@ -10,7 +10,7 @@ import {
 } from '@vouch/testkit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
-// Verification against a real EVM node (Ganache) on loopback, read through viem.
+// Verification against a real EVM node (anvil) on loopback, read through viem.
 let chain: LocalChain;
 let t: TestContext;
 

@@ -76,6 +76,15 @@ const table: Record<string, { call: (fx: Fixtures) => Call; expect: Expect }> = 
     call: (fx) => ({ method: 'POST', url: `/api/agents/${fx.agent}/owner`, payload: { owner: randomAddress() } }),
     expect: { kind: 'refused', status: 403, code: 'FORBIDDEN' },
   },
+  // Feedback on the chain in the agent's name is its owner organization's to give.
+  giveErc8004Feedback: {
+    call: (fx) => ({ method: 'POST', url: `/api/agents/${fx.agent}/erc8004/feedback`, payload: {} }),
+    expect: { kind: 'refused', status: 403, code: 'FORBIDDEN' },
+  },
+  getErc8004FeedbackFile: {
+    call: (fx) => ({ method: 'GET', url: `/api/agents/${fx.agent}/erc8004/feedback/fb_${'0'.repeat(24)}` }),
+    expect: { kind: 'global', status: 404 },
+  },
   batchScores: {
     call: (fx) => ({
       method: 'POST',

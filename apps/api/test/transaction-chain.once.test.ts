@@ -16,7 +16,7 @@ import {
 import type { Address } from 'viem';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
-// Recorded transactions checked against a real EVM node (Ganache) on loopback, read through viem.
+// Recorded transactions checked against a real EVM node (anvil) on loopback, read through viem.
 let chain: LocalChain;
 let t: TestContext;
 const ETHER = 10n ** 18n;

@@ -101,6 +101,47 @@ const checksEnv = {
   ANOMALY_FAILURE_FLAG_RATE: nonNegative(0.2),
 };
 
+const evmAddress = (fallback: string) =>
+  optionalString
+    .pipe(
+      z
+        .string()
+        .regex(/^0x[0-9a-fA-F]{40}$/, 'must be an address: 0x and 40 hex digits')
+        .default(fallback),
+    )
+    .transform((v) => v.toLowerCase());
+
+/**
+ * ERC-8004 registries, read by the indexer (`maintenance.erc8004-index`) from the chain at
+ * CHAIN_RPC_URL, and the feedback Vouch gives there; docs/erc8004.md. The defaults are the
+ * canonical v2.0.0 deployments (erc-8004/erc-8004-contracts).
+ */
+const erc8004Env = {
+  ERC8004_IDENTITY_REGISTRY: evmAddress('0x8004A169FB4a3325136EB29fA0ceB6D2e539a432'),
+  ERC8004_REPUTATION_REGISTRY: evmAddress('0x8004BAa17C55a88189AE136b182e5fdA19dE9b63'),
+  /** The first block the indexer reads (at or before the registries' deployment). */
+  ERC8004_START_BLOCK: z.coerce.number().int().nonnegative().default(0),
+  /** Blocks below the head that are left unindexed: a reorganization shallower than this changes nothing indexed. */
+  ERC8004_CONFIRMATIONS: z.coerce.number().int().nonnegative().default(12),
+  /** Blocks per `eth_getLogs` request (providers cap the range). */
+  ERC8004_BLOCK_RANGE: positiveInt(2000),
+  /** How often the indexer runs. */
+  ERC8004_INTERVAL_MS: positiveInt(30_000),
+  /** A private key (0x and 64 hex digits) that sends the feedback Vouch gives; unset → feedback is only prepared. */
+  ERC8004_SIGNER_KEY: optionalString.refine((v) => v === undefined || /^0x[0-9a-fA-F]{64}$/.test(v), {
+    message: 'must be a private key: 0x and 64 hex digits',
+  }),
+  /** Public base URL of this API: feedback files are served under it; unset → the file travels as a data: URI. */
+  ERC8004_FEEDBACK_BASE_URL: optionalString.refine(
+    (v) => v === undefined || /^https?:\/\/[^\s/?#]+(\/[^\s?#]*)?$/.test(v),
+    {
+      message: 'must be an http(s) URL without query or fragment',
+    },
+  ),
+  /** Which feedback files (feedbackURI) the indexer fetches: `off`, `public` (https and http to public addresses), `any`. */
+  ERC8004_FEEDBACK_FETCH: optionalString.pipe(z.enum(['off', 'public', 'any']).default('public')),
+};
+
 /** The transaction ledger; docs/api.md "Transactions". */
 const ledgerEnv = {
   /** A recorded transaction may be dated at most this far in the future (clock skew); later is refused. */
@@ -190,6 +231,7 @@ export const configSchema = z
     ...processEnv,
     ...databaseEnv,
     ...checksEnv,
+    ...erc8004Env,
     ...ledgerEnv,
     ...jobsEnv,
     ...apiEnv,
@@ -201,6 +243,13 @@ export const configSchema = z
         code: 'custom',
         path: ['SCORE_TRANSACTIONS'],
         message: '"verified" needs CHAIN_RPC_URL (without a chain no transaction is verified)',
+      });
+    }
+    if (config.ERC8004_SIGNER_KEY && !config.CHAIN_RPC_URL) {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['ERC8004_SIGNER_KEY'],
+        message: 'needs CHAIN_RPC_URL (the chain the feedback is sent to)',
       });
     }
   });
@@ -221,7 +270,8 @@ export function loadConfig(env: NodeJS.ProcessEnv | ConfigEnv = process.env): Co
     const problems = result.error.issues.map((i) => {
       const key = String(i.path[0] ?? 'configuration');
       const given = (env as Record<string, string | undefined>)[key];
-      const shown = given === undefined || key === 'ADMIN_API_KEY' || key.endsWith('_URL') ? '' : ` (got "${given}")`;
+      const secret = key === 'ADMIN_API_KEY' || key === 'ERC8004_SIGNER_KEY' || key.endsWith('_URL');
+      const shown = given === undefined || secret ? '' : ` (got "${given}")`;
       return `${key}: ${i.message}${shown}`;
     });
     throw new ConfigError(`invalid configuration: ${problems.join('; ')}`);
@@ -313,6 +363,21 @@ export function checksOptions(config: Config) {
       valueFlagRatio: config.ANOMALY_VALUE_FLAG_RATIO,
       failureFlagRate: config.ANOMALY_FAILURE_FLAG_RATE,
     },
+  };
+}
+
+/** The ERC-8004 settings in the shape the core services take. */
+export function erc8004Options(config: Config) {
+  return {
+    identityRegistry: config.ERC8004_IDENTITY_REGISTRY,
+    reputationRegistry: config.ERC8004_REPUTATION_REGISTRY,
+    startBlock: BigInt(config.ERC8004_START_BLOCK),
+    confirmations: BigInt(config.ERC8004_CONFIRMATIONS),
+    blockRange: BigInt(config.ERC8004_BLOCK_RANGE),
+    intervalMs: config.ERC8004_INTERVAL_MS,
+    signerKey: config.ERC8004_SIGNER_KEY as `0x${string}` | undefined,
+    feedbackBaseUrl: config.ERC8004_FEEDBACK_BASE_URL?.replace(/\/+$/, ''),
+    feedbackFetch: config.ERC8004_FEEDBACK_FETCH,
   };
 }
 

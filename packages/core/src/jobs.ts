@@ -1,6 +1,7 @@
 import { DomainJobError, type Processors } from '@vouch/jobs';
 import { expireHoldsProcessor } from './budgets/budgets.jobs.ts';
 import { anomalyProcessor, sanctionsProcessor, verifyProcessor } from './checks/checks.jobs.ts';
+import { erc8004IndexProcessor } from './erc8004/erc8004.jobs.ts';
 import { purgeIdempotencyProcessor } from './idempotency/idempotency.jobs.ts';
 import {
   batchScoresProcessor,
@@ -43,6 +44,7 @@ export function createProcessors(services: Services, worker: string): Processors
     'maintenance.purge-idempotency': purgeIdempotencyProcessor(services),
     'maintenance.expire-holds': expireHoldsProcessor(services),
     'maintenance.recheck-transactions': recheckTransactionsProcessor(services),
+    'maintenance.erc8004-index': erc8004IndexProcessor(services),
   };
   return Object.fromEntries(
     Object.entries(processors).map(([name, fn]) => [name, domainErrors(fn as (...a: unknown[]) => Promise<unknown>)]),

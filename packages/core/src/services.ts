@@ -12,6 +12,7 @@ import { createChecksJobs } from './checks/checks.service.ts';
 import { createApprovalsService } from './decisions/approvals.service.ts';
 import { createDecisionsService } from './decisions/decisions.service.ts';
 import { createPoliciesService } from './decisions/policies.service.ts';
+import { createErc8004Service, type Erc8004Options } from './erc8004/erc8004.service.ts';
 import { createIdempotencyService } from './idempotency/idempotency.service.ts';
 import { createKeysService } from './keys/keys.service.ts';
 import { createOrganizationsService } from './organizations/organizations.service.ts';
@@ -49,6 +50,8 @@ export interface CoreDeps {
   approvalTtlMs?: number;
   /** Read cache for scores and budget rows (API processes). */
   cache?: ReadCache | undefined;
+  /** The ERC-8004 registries, the indexer and the feedback export (erc8004Options of @vouch/config). */
+  erc8004: Omit<Erc8004Options, 'fetchTimeoutMs'>;
 }
 
 /** Every use case, wired to one database, clock and job runner; built by the runtime (@vouch/runtime). */
@@ -59,7 +62,24 @@ export function createServices(deps: CoreDeps) {
   // One viem client for every chain read: the verification's and the transaction checks'.
   const chain = createChainReader(deps.chainRpcUrl, deps.chainTimeoutMs);
   const basis = deps.scoreTransactions ?? 'all';
-  const scores = createScoresService({ ...base, audit, basis, chainConfigured: chain !== null });
+  // An indexer run that changed what an agent's identity or feedback says refreshes its score.
+  let refresh: (agent: string) => void = () => {};
+  const erc8004 = createErc8004Service({
+    ...base,
+    audit,
+    chain,
+    options: { ...deps.erc8004, fetchTimeoutMs: deps.chainTimeoutMs },
+    onAgentsChanged: (agents) => {
+      for (const agent of agents) refresh(agent);
+    },
+  });
+  const scores = createScoresService({
+    ...base,
+    audit,
+    basis,
+    chainConfigured: chain !== null,
+    evidence: erc8004.evidence,
+  });
   const sanctions = createSanctionsService({ ...base, rescore: (addresses) => scores.recompute(addresses, null) });
   const verification = createVerificationService({ ...base, chain, thresholds: deps.verification });
   const anomaly = createAnomalyService({
@@ -76,6 +96,7 @@ export function createServices(deps: CoreDeps) {
     refreshDelayMs: deps.refreshDelayMs,
     onRefreshError: (error, agent) => deps.onBackgroundError?.(error, { job: 'scores.refresh-agent', agent }),
   });
+  refresh = (agent) => scoring.refresh(agent);
   const chainChecks = createChainChecks({
     ...base,
     runner: deps.jobs,
@@ -87,13 +108,20 @@ export function createServices(deps: CoreDeps) {
     recheckIntervalMs: deps.txRecheckIntervalMs ?? 60_000,
   });
   const budgets = createBudgetsService({ ...base, audit, cache: deps.cache });
-  const agents = createAgentsService({ ...base, audit, cache: deps.cache, verifiedOnly: basis === 'verified' });
+  const agents = createAgentsService({
+    ...base,
+    audit,
+    cache: deps.cache,
+    verifiedOnly: basis === 'verified',
+    identityOf: erc8004.identityOf,
+  });
   const authorizations = createAuthorizationsService({ ...base, budgets, cache: deps.cache });
   const policies = createPoliciesService({ ...base, audit, cache: deps.cache });
   return {
     audit,
     organizations: createOrganizationsService({ ...base, audit }),
     agents,
+    erc8004,
     budgets,
     authorizations,
     policies,

@@ -300,6 +300,107 @@ export interface AuditHeadsTable {
   hash: string;
 }
 
+/** int8 columns: the pg driver reads them as strings; queries that read them cast to text. */
+type Int8 = ColumnType<string, string | number | bigint, string | number | bigint>;
+
+export interface Erc8004CursorsTable {
+  chain_id: Int8;
+  /** The registry's address, lowercase. */
+  registry: string;
+  kind: 'identity' | 'reputation';
+  /** The first block not yet indexed. */
+  next_block: Int8;
+  /** The hash of block next_block − 1 when it was indexed: another hash there later is a deeper reorganization. */
+  last_block_hash: string | null;
+  head_block: Int8 | null;
+  last_ok_at: Timestamp | null;
+  last_error: string | null;
+  last_error_at: Timestamp | null;
+  updated_at: Timestamp;
+}
+
+export interface Erc8004IdentitiesTable {
+  chain_id: Int8;
+  registry: string;
+  agent_id: Uint256;
+  owner: string;
+  agent_uri: string;
+  /** The verified wallet (reserved metadata `agentWallet`); null when unset (cleared on transfer). */
+  agent_wallet: string | null;
+  registered_block: Int8 | null;
+  updated_block: Int8;
+}
+
+export type Erc8004FileStatus =
+  | 'none'
+  | 'pending'
+  | 'fetched'
+  | 'skipped'
+  | 'unsupported'
+  | 'unavailable'
+  | 'invalid'
+  | 'hash_mismatch';
+
+export interface Erc8004FeedbackTable {
+  chain_id: Int8;
+  registry: string;
+  agent_id: Uint256;
+  client: string;
+  feedback_index: Int8;
+  /** int128 as a decimal string. */
+  value: string;
+  value_decimals: number;
+  tag1: string;
+  tag2: string;
+  endpoint: string;
+  feedback_uri: string;
+  feedback_hash: string;
+  revoked: Generated<boolean>;
+  block_number: Int8;
+  tx_hash: string;
+  log_index: number;
+  file_status: Erc8004FileStatus;
+  file_detail: string | null;
+  file_attempts: Generated<number>;
+  file_checked_at: Timestamp | null;
+  proof_of_payment: Json | null;
+}
+
+export interface Erc8004ResponsesTable {
+  chain_id: Int8;
+  tx_hash: string;
+  log_index: number;
+  registry: string;
+  agent_id: Uint256;
+  client: string;
+  feedback_index: Int8;
+  responder: string;
+  response_uri: string;
+  response_hash: string;
+  block_number: Int8;
+}
+
+export interface Erc8004ExportsTable {
+  id: string;
+  organization_id: string;
+  agent: string;
+  chain_id: Int8;
+  registry: string;
+  agent_id: Uint256;
+  client_address: string | null;
+  value: Int8;
+  value_decimals: number;
+  tag1: string;
+  tag2: string;
+  endpoint: string;
+  feedback_uri: string;
+  feedback_hash: string;
+  /** The feedback file, exactly the bytes feedbackHash covers. */
+  file: string;
+  tx_hash: string | null;
+  created_at: Timestamp;
+}
+
 export interface DB {
   agents: AgentsTable;
   score_events: ScoreEventsTable;
@@ -321,6 +422,11 @@ export interface DB {
   policies: PoliciesTable;
   decisions: DecisionsTable;
   approvals: ApprovalsTable;
+  erc8004_cursors: Erc8004CursorsTable;
+  erc8004_identities: Erc8004IdentitiesTable;
+  erc8004_feedback: Erc8004FeedbackTable;
+  erc8004_responses: Erc8004ResponsesTable;
+  erc8004_exports: Erc8004ExportsTable;
 }
 
 export type AgentRow = Selectable<AgentsTable>;

@@ -113,6 +113,21 @@ export const jobs = {
     result: z.object({ queued: z.number().int() }),
     options: { keepCompletedSeconds: 86_400, keepCount: 100 },
   }),
+  erc8004Index: defineJob({
+    name: 'maintenance.erc8004-index',
+    queue: 'maintenance',
+    payload: z.object({}),
+    result: z.object({
+      chainId: z.number().int().nullable(),
+      ranges: z.number().int(),
+      events: z.number().int(),
+      files: z.number().int(),
+      caughtUp: z.boolean(),
+    }),
+    // One run at a time per process (the maintenance queue); a failed run is tried again, then the
+    // next scheduled run starts from the cursor the last good one left.
+    options: { keepCompletedSeconds: 3600, keepCount: 100 },
+  }),
   chainCheck: defineJob({
     name: 'checks.transaction',
     queue: 'checks',

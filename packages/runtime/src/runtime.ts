@@ -5,6 +5,7 @@ import {
   checkApiConfig,
   checksOptions,
   databaseOptions,
+  erc8004Options,
   queueConcurrency,
   queueNames,
   scoreTransactions,
@@ -180,6 +181,7 @@ export async function createRuntime(config: Config, overrides: RuntimeOverrides 
       approvalTtlMs: config.APPROVAL_TTL_MS,
       scoreTransactions: scoreTransactions(config),
       txRecheckIntervalMs: config.TX_RECHECK_INTERVAL_MS,
+      erc8004: erc8004Options(config),
       refreshDelayMs: overrides.refreshDelayMs,
       onBackgroundError: (err, context) => logger.warn({ err, ...context }, 'background job could not be scheduled'),
     });
@@ -209,7 +211,7 @@ export async function createRuntime(config: Config, overrides: RuntimeOverrides 
     }
     if (!config.CHAIN_RPC_URL && role !== 'cli') {
       logger.warn(
-        'CHAIN_RPC_URL is unset: the chain checks of a verification are not run, and recorded transactions are self-reported (unverified)',
+        'CHAIN_RPC_URL is unset: the chain checks of a verification are not run, recorded transactions are self-reported (unverified), and ERC-8004 registries are not indexed',
       );
     }
 
@@ -229,6 +231,10 @@ export async function createRuntime(config: Config, overrides: RuntimeOverrides 
           .catch((err) =>
             logger.warn({ err }, 'the re-check of transactions could not be scheduled; retried at next start'),
           );
+        // The ERC-8004 registries on that chain: identities and feedback, indexed block range by block range.
+        await jobs
+          .every(jobsRegistry.erc8004Index, {}, config.ERC8004_INTERVAL_MS)
+          .catch((err) => logger.warn({ err }, 'the ERC-8004 indexer could not be scheduled; retried at next start'));
       }
     }
 

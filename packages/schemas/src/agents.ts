@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { erc8004Identity } from './erc8004.ts';
 import { address, colorValue, gradeValue, hexBytes, queryBoolean, scoreValue, unixSeconds } from './primitives.ts';
 
 export const agentParams = z.object({ address });
@@ -27,6 +28,9 @@ export const agent = z
     lastUpdated: unixSeconds,
     transactionCount: z.number().int().nonnegative(),
     totalVolume: z.string(),
+    erc8004: erc8004Identity.nullable().meta({
+      description: 'Its ERC-8004 identity on the indexed chain, resolved from the indexed events; null: none',
+    }),
   })
   .meta({ id: 'Agent' });
 export type Agent = z.infer<typeof agent>;

@@ -3,6 +3,7 @@ export * from './budgets.ts';
 export * from './checks.ts';
 export * from './decisions.ts';
 export * from './envelope.ts';
+export * from './erc8004.ts';
 export * from './jobs.ts';
 export * from './keys.ts';
 export * from './organizations.ts';

@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { scoreConfidence } from './agents.ts';
+import { erc8004Evidence } from './erc8004.ts';
 import { amount, colorValue, gradeValue, scoreValue } from './primitives.ts';
 
 const ratio = z.number().min(0).max(1);
@@ -52,5 +53,7 @@ export const scoreBreakdown = z
         id: 'ScoreCounted',
         description: 'Which recorded transactions the factors count, and what was left out',
       }),
+    modelScore: scoreValue.meta({ description: 'The five factors alone, before the ERC-8004 adjustment' }),
+    erc8004: erc8004Evidence,
   })
   .meta({ id: 'ScoreBreakdown' });

@@ -2,6 +2,7 @@ export * from './app.ts';
 export * from './apps.ts';
 export * from './chain.ts';
 export * from './db.ts';
+export * from './erc8004.ts';
 export * from './factories.ts';
 export * from './postgres-cluster.ts';
 export * from './process.ts';

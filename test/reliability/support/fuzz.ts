@@ -37,6 +37,7 @@ export const ROUTES_WITHOUT_BODY: ReadonlySet<string> = new Set([
   'GET /api/policies/default',
   'GET /api/policies/default/versions',
   'DELETE /api/policies/default',
+  'GET /api/agents/:address/erc8004/feedback/:id',
   'GET /api/audit',
   'GET /api/audit/export',
   'GET /api/budgets/:address',
@@ -369,6 +370,7 @@ function bodyTemplates(fx: FuzzFixtures): Record<string, fc.Arbitrary<Record<str
     ),
     'POST /api/agents/:address/score': fc.record({ score, reason: bytes }),
     'POST /api/agents/:address/owner': fc.record({ owner: addr }),
+    'POST /api/agents/:address/erc8004/feedback': fc.record({ clientAddress: addr }, { requiredKeys: [] }),
     'POST /api/agents/batch-scores': fc.oneof(
       fc.record({
         agents: fc.array(addr, { maxLength: 3 }),
@@ -720,6 +722,7 @@ function validBodies(fx: FuzzFixtures): Record<string, fc.Arbitrary<unknown>> {
       reason: fc.constant('0x01'),
     }),
     'POST /api/agents/:address/owner': fc.record({ owner: newAddress }),
+    'POST /api/agents/:address/erc8004/feedback': fc.record({ clientAddress: newAddress }, { requiredKeys: [] }),
     'POST /api/agents/batch-scores': fc
       .integer({ min: 0, max: 1000 })
       .map((score) => ({ agents: [fx.agent], scores: [score], reasons: ['0x'] })),
@@ -884,6 +887,7 @@ const SNAPSHOT_TABLES: Record<string, string> = {
   sanctions_entries: 'SELECT * FROM sanctions_entries',
   sanctions_screenings: 'SELECT * FROM sanctions_screenings',
   anomaly_checks: 'SELECT * FROM anomaly_checks',
+  erc8004_exports: 'SELECT * FROM erc8004_exports',
   // last_used_at is written off the request path by design (docs/edge.md).
   api_keys: 'SELECT id, name, key_hash, scopes, expires_at, revoked_at, created_at FROM api_keys',
 };

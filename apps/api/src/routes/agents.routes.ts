@@ -6,6 +6,9 @@ import {
   agentScore,
   batchScoresBody,
   batchScoresResult,
+  erc8004FeedbackBody,
+  erc8004FeedbackResult,
+  erc8004FileParams,
   jobAccepted,
   listQuery,
   ownerBody,
@@ -21,7 +24,9 @@ import {
   verificationList,
 } from '@vouch/schemas';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
+import { z } from 'zod';
 import { answer, bypassesCache, ok, responses } from '../http.ts';
+import { idempotencyHeaders, idempotent } from '../idempotency.ts';
 import { actorOf } from '../plugins/auth.ts';
 
 /** `/api/agents`: the registry, scores set by hand or in batches, owners, stored verifications. */
@@ -181,5 +186,43 @@ export const agentsRoutes: FastifyPluginAsyncZod<{ services: Services }> = async
       response: responses({ 200: verificationList }, []),
     },
     handler: async (req) => ok({ verifications: await services.verification.list(req.params.address) }),
+  });
+
+  app.post('/api/agents/:address/erc8004/feedback', {
+    config: { scope: 'score' },
+    schema: {
+      operationId: 'giveErc8004Feedback',
+      tags: ['agents'],
+      summary:
+        'Prepare Vouch’s feedback on the agent for the ERC-8004 Reputation Registry (its score, with a feedback file), and send it when a signer key is configured',
+      params: agentParams,
+      body: erc8004FeedbackBody,
+      headers: idempotencyHeaders,
+      response: responses({ 200: erc8004FeedbackResult }, [403, 404, 413, 415, 422]),
+    },
+    handler: async (req, reply) =>
+      idempotent(services, req, reply, (executor) =>
+        services.erc8004.exportFeedback(actorOf(req), req.params.address, req.body, executor),
+      ),
+  });
+
+  app.get('/api/agents/:address/erc8004/feedback/:id', {
+    // Read by anyone who follows the feedbackURI on the chain: no key.
+    config: { scope: 'public' },
+    schema: {
+      operationId: 'getErc8004FeedbackFile',
+      tags: ['agents'],
+      summary: 'A feedback file Vouch gave (the feedbackURI), exactly the bytes its feedbackHash covers',
+      params: erc8004FileParams,
+      response: {
+        ...responses({}, [404]),
+        200: z.unknown().meta({ description: 'application/json: the feedback file as it was hashed' }),
+      },
+    },
+    handler: async (req, reply) => {
+      const file = await services.erc8004.feedbackFile(req.params.address, req.params.id);
+      reply.type('application/json; charset=utf-8');
+      return reply.send(file);
+    },
   });
 };

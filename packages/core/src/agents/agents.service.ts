@@ -23,6 +23,8 @@ export interface AgentsDeps {
   cache?: ReadCache | undefined;
   /** The score model counts only transactions verified on the chain (SCORE_TRANSACTIONS=verified): so does confidence. */
   verifiedOnly?: boolean;
+  /** The agent's ERC-8004 identity on the indexed chain (none without an index). */
+  identityOf?: (address: string) => Promise<Agent['erc8004']>;
 }
 
 /**
@@ -36,7 +38,10 @@ export function assertOwns(actor: Actor, agent: { address: string; organization_
   });
 }
 
-export function toAgent(row: AgentRow & { transaction_count: number | null; total_volume: string | null }): Agent {
+export function toAgent(
+  row: AgentRow & { transaction_count: number | null; total_volume: string | null },
+  erc8004: Agent['erc8004'] = null,
+): Agent {
   return {
     address: row.address,
     score: row.score,
@@ -51,6 +56,7 @@ export function toAgent(row: AgentRow & { transaction_count: number | null; tota
     lastUpdated: toUnixSeconds(row.updated_at),
     transactionCount: row.transaction_count ?? 0,
     totalVolume: row.total_volume ?? '0',
+    erc8004,
   };
 }
 
@@ -76,7 +82,14 @@ function decodeCursor(cursor: string): repo.ListCursor {
   throw new ValidationError([{ path: 'querystring.cursor', message: 'is not a cursor this service issued' }]);
 }
 
-export function createAgentsService({ db, clock, audit, cache, verifiedOnly = false }: AgentsDeps) {
+export function createAgentsService({
+  db,
+  clock,
+  audit,
+  cache,
+  verifiedOnly = false,
+  identityOf = async () => null,
+}: AgentsDeps) {
   /** The score and what its confidence rests on, through the read cache unless `fresh`. */
   async function standingOf(address: string, fresh = false, executor: Kysely<DB> = db): Promise<repo.Standing | null> {
     const load = async () => (await repo.findStanding(executor, address, verifiedOnly)) ?? null;
@@ -111,7 +124,7 @@ export function createAgentsService({ db, clock, audit, cache, verifiedOnly = fa
     async get(address: string): Promise<Agent> {
       const row = await repo.findAgentWithActivity(db, address);
       if (!row) throw new AgentNotFoundError(address);
-      return toAgent(row);
+      return toAgent(row, await identityOf(address));
     },
 
     /**
@@ -148,7 +161,7 @@ export function createAgentsService({ db, clock, audit, cache, verifiedOnly = fa
       cache?.invalidate('agents', input.address); // a "not found" may be cached
       const full = await repo.findAgentWithActivity(db, input.address);
       if (!full) throw new AgentNotFoundError(input.address);
-      return toAgent(full);
+      return toAgent(full, await identityOf(input.address));
     },
 
     /** Changes a registered agent's owner; the time of the change feeds ownershipStability. */
@@ -168,7 +181,7 @@ export function createAgentsService({ db, clock, audit, cache, verifiedOnly = fa
       }
       const full = await repo.findAgentWithActivity(db, address);
       if (!full) throw new AgentNotFoundError(address);
-      return toAgent(full);
+      return toAgent(full, await identityOf(address));
     },
 
     async setScore(actor: Actor, address: string, input: SetScoreInput) {

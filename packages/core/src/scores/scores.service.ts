@@ -2,6 +2,8 @@ import type { DB, Kysely } from '@vouch/db';
 import type { ComputeInput } from '@vouch/schemas';
 import { colorFor, gradeFor } from '../agents/agents.model.ts';
 import type { AuditService } from '../audit/audit.service.ts';
+import { type Adjustment, withAdjustment } from '../erc8004/erc8004.model.ts';
+import type { Evidence } from '../erc8004/erc8004.service.ts';
 import type { Actor } from '../shared/actor.ts';
 import type { Clock } from '../shared/clock.ts';
 import { AgentNotFoundError, DomainError, ForbiddenError } from '../shared/errors.ts';
@@ -38,6 +40,40 @@ export interface ScoresDeps {
   basis?: ScoreBasis;
   /** Whether a chain is configured (recorded transactions are checked); only said in the breakdown. */
   chainConfigured?: boolean;
+  /** What the ERC-8004 index says of these agents (feedback weighed into an adjustment); none → no adjustment. */
+  evidence?: (addresses: string[], verifiedOnly: boolean) => Promise<Map<string, Evidence>>;
+}
+
+const NO_ADJUSTMENT: Adjustment = { adjustment: 0, applied: false, rating: null, weight: 0, confidence: 0 };
+
+/** The breakdown's account of the ERC-8004 evidence, flat. */
+function evidenceView(e: Evidence | undefined) {
+  const a = e?.adjustment ?? NO_ADJUSTMENT;
+  return {
+    status: e?.status ?? ('not_configured' as const),
+    detail: e?.detail ?? 'ERC-8004 feedback is not read',
+    chainId: e?.chainId ?? null,
+    indexedToBlock: e?.indexedToBlock ?? null,
+    headBlock: e?.headBlock ?? null,
+    checkedAt: e?.checkedAt ?? null,
+    identity: e?.identity ?? null,
+    feedback: e?.feedback ?? {
+      total: 0,
+      counted: 0,
+      revoked: 0,
+      notARating: 0,
+      selfRelated: 0,
+      sanctionedClients: 0,
+      unknownClients: 0,
+      paymentBacked: 0,
+    },
+    rating: a.rating,
+    weight: a.weight,
+    confidence: a.confidence,
+    adjustment: a.adjustment,
+    applied: a.applied,
+    entries: e?.entries ?? [],
+  };
 }
 
 /** How the breakdown says what the model counted. */
@@ -64,8 +100,17 @@ function assertAllOwned(actor: Actor, rows: Array<{ address: string; organizatio
 
 const complianceSince = (now: Date) => new Date(now.getTime() - COMPLIANCE_WINDOW_DAYS * DAY_MS);
 
-export function createScoresService({ db, clock, audit, basis = 'all', chainConfigured = false }: ScoresDeps) {
+export function createScoresService({
+  db,
+  clock,
+  audit,
+  basis = 'all',
+  chainConfigured = false,
+  evidence,
+}: ScoresDeps) {
   const verifiedOnly = basis === 'verified';
+  const evidenceOf = (addresses: string[]) =>
+    evidence ? evidence(addresses, verifiedOnly) : Promise.resolve(new Map<string, Evidence>());
 
   /** The model's row for one agent: its recorded transactions (those counted, and all) and spends. */
   async function rowFor(address: string, now: Date): Promise<repo.ModelRow> {
@@ -88,7 +133,9 @@ export function createScoresService({ db, clock, audit, basis = 'all', chainConf
     async breakdown(address: string) {
       const now = clock();
       const row = await rowFor(address, now);
-      const { score, factors } = computeScore(inputsFromRow(row, now));
+      const { score: modelScore, factors } = computeScore(inputsFromRow(row, now));
+      const ev = (await evidenceOf([address])).get(address);
+      const score = withAdjustment(modelScore, ev?.adjustment ?? NO_ADJUSTMENT, row.sanctioned);
       return {
         agent: address,
         score,
@@ -106,6 +153,8 @@ export function createScoresService({ db, clock, audit, basis = 'all', chainConf
           leftOutTransactions: row.recorded_count - row.transaction_count,
           leftOutVolume: (BigInt(row.recorded_volume) - BigInt(row.total_volume)).toString(),
         },
+        modelScore,
+        erc8004: evidenceView(ev),
       };
     },
 
@@ -189,6 +238,8 @@ export function createScoresService({ db, clock, audit, basis = 'all', chainConf
      */
     async recompute(addresses: string[], jobId: string | null, options: { keepOverrides?: boolean } = {}) {
       const now = clock();
+      // Read before the transaction: the embedded database has one connection.
+      const evidenceByAgent = await evidenceOf(addresses);
       return db.transaction().execute(async (trx) => {
         if (options.keepOverrides) {
           const kept = await repo.overridden(trx, addresses);
@@ -197,7 +248,13 @@ export function createScoresService({ db, clock, audit, basis = 'all', chainConf
         }
         await repo.planForKeyLookups(trx, addresses.length);
         const rows = await repo.modelInputs(trx, addresses, complianceSince(now), verifiedOnly);
-        const scores = rows.map((row) => computeScore(inputsFromRow(row, now)).score);
+        const scores = rows.map((row) =>
+          withAdjustment(
+            computeScore(inputsFromRow(row, now)).score,
+            evidenceByAgent.get(row.address)?.adjustment ?? NO_ADJUSTMENT,
+            row.sanctioned,
+          ),
+        );
         const changed = await repo.writeScores(trx, {
           addresses: rows.map((r) => r.address),
           scores,

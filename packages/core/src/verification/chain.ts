@@ -1,5 +1,6 @@
 import {
   BaseError,
+  CallExecutionError,
   ContractFunctionExecutionError,
   createPublicClient,
   getAddress,
@@ -9,6 +10,7 @@ import {
   TransactionNotFoundError,
   TransactionReceiptNotFoundError,
 } from 'viem';
+import { privateKeyToAccount } from 'viem/accounts';
 
 const OWNER_ABI = [
   { type: 'function', name: 'owner', inputs: [], outputs: [{ type: 'address' }], stateMutability: 'view' },
@@ -51,7 +53,27 @@ export interface ChainTransaction {
   transfers: TokenTransfer[];
 }
 
-/** What the verification and the transaction check read from the chain. */
+/** A log as the indexer reads it. */
+export interface ChainLog {
+  address: string;
+  topics: Hex[];
+  data: Hex;
+  blockNumber: bigint;
+  transactionHash: string;
+  logIndex: number;
+}
+
+/** The node did not answer (network, timeout, RPC error): nothing can be concluded. */
+export class ChainUnavailableError extends Error {
+  override name = 'ChainUnavailableError';
+}
+
+/** The node answered, and the call it was asked to send would revert: `reason` is the contract's. */
+export class ChainCallRevertedError extends Error {
+  override name = 'ChainCallRevertedError';
+}
+
+/** What the verification, the transaction check and the ERC-8004 indexer read from the chain. */
 export interface ChainReader {
   /** Whether bytecode is deployed at the address. */
   hasCode(address: string): Promise<ChainAnswer<boolean>>;
@@ -59,6 +81,20 @@ export interface ChainReader {
   owner(address: string): Promise<ChainAnswer<string>>;
   /** The transaction and its receipt; `value: null` when the chain has no transaction with this hash. */
   transaction(hash: string): Promise<ChainAnswer<ChainTransaction | null>>;
+  /** The node's chain id (read once). Throws ChainUnavailableError. */
+  chainId(): Promise<number>;
+  /** The latest block number. Throws ChainUnavailableError. */
+  blockNumber(): Promise<bigint>;
+  /** A block's hash; null when the chain has no such block. Throws ChainUnavailableError. */
+  blockHash(number: bigint): Promise<string | null>;
+  /** The logs of these contracts in the inclusive block range, in chain order. Throws ChainUnavailableError. */
+  logs(addresses: string[], fromBlock: bigint, toBlock: bigint): Promise<ChainLog[]>;
+  /**
+   * Signs a call with `privateKey` and sends it, after checking with `eth_call` that it would not
+   * revert; resolves with the transaction hash once the node took it (not mined). Throws
+   * ChainCallRevertedError or ChainUnavailableError.
+   */
+  send(privateKey: Hex, to: string, data: Hex): Promise<string>;
 }
 
 /** keccak256("Transfer(address,address,uint256)"), the topic of ERC-20 (and ERC-721) transfers. */
@@ -101,6 +137,17 @@ function reasonOf(error: unknown): string {
 export function createChainReader(rpcUrl: string | undefined, timeoutMs: number): ChainReader | null {
   if (!rpcUrl) return null;
   const client: PublicClient = createPublicClient({ transport: http(rpcUrl, { timeout: timeoutMs, retryCount: 0 }) });
+  let chainId: Promise<number> | undefined;
+  const unavailable = (error: unknown) => new ChainUnavailableError(`chain read failed: ${reasonOf(error)}`);
+  // One signer's transactions go out one at a time: each takes the nonce the previous one left.
+  let sending: Promise<unknown> = Promise.resolve();
+  const readChainId = () => {
+    chainId ??= client.getChainId().catch((error) => {
+      chainId = undefined;
+      throw unavailable(error);
+    });
+    return chainId;
+  };
   return {
     async hasCode(address) {
       try {
@@ -146,6 +193,90 @@ export function createChainReader(rpcUrl: string | undefined, timeoutMs: number)
       } catch (error) {
         return { ok: false, reason: reasonOf(error), unreachable: true };
       }
+    },
+    chainId: readChainId,
+    async blockNumber() {
+      try {
+        return await client.getBlockNumber({ cacheTime: 0 });
+      } catch (error) {
+        throw unavailable(error);
+      }
+    },
+    async blockHash(number) {
+      try {
+        const block = await client.getBlock({ blockNumber: number });
+        return block.hash ? block.hash.toLowerCase() : null;
+      } catch (error) {
+        if (error instanceof BaseError && /could not be found|not found/i.test(error.shortMessage)) return null;
+        throw unavailable(error);
+      }
+    },
+    async logs(addresses, fromBlock, toBlock) {
+      try {
+        const logs = await client.getLogs({
+          address: addresses.map((a) => getAddress(a)),
+          fromBlock,
+          toBlock,
+        });
+        return logs
+          .filter((l) => !l.removed && l.blockNumber !== null && l.transactionHash !== null && l.logIndex !== null)
+          .map((l) => ({
+            address: l.address.toLowerCase(),
+            topics: l.topics as Hex[],
+            data: l.data,
+            blockNumber: l.blockNumber as bigint,
+            transactionHash: (l.transactionHash as string).toLowerCase(),
+            logIndex: l.logIndex as number,
+          }))
+          .sort((a, b) =>
+            a.blockNumber === b.blockNumber ? a.logIndex - b.logIndex : a.blockNumber < b.blockNumber ? -1 : 1,
+          );
+      } catch (error) {
+        throw unavailable(error);
+      }
+    },
+    send(privateKey, to, data) {
+      const run = async () => {
+        const account = privateKeyToAccount(privateKey);
+        const target = getAddress(to);
+        try {
+          await client.call({ account: account.address, to: target, data });
+        } catch (error) {
+          // The node answered with a JSON-RPC error (the call reverts), or it did not answer at all.
+          const transport =
+            error instanceof BaseError &&
+            error.walk((e) => /HttpRequestError|TimeoutError|SocketClosedError/.test((e as Error)?.name ?? '')) !==
+              null;
+          if (error instanceof CallExecutionError && !transport) throw new ChainCallRevertedError(reasonOf(error));
+          throw unavailable(error);
+        }
+        try {
+          const [id, nonce, gas, fees] = await Promise.all([
+            readChainId(),
+            client.getTransactionCount({ address: account.address, blockTag: 'pending' }),
+            client.estimateGas({ account: account.address, to: target, data }),
+            client.estimateFeesPerGas(),
+          ]);
+          const signed = await account.signTransaction({
+            chainId: id,
+            type: 'eip1559',
+            to: target,
+            data,
+            nonce,
+            gas: (gas * 12n) / 10n,
+            maxFeePerGas: fees.maxFeePerGas,
+            maxPriorityFeePerGas: fees.maxPriorityFeePerGas,
+          });
+          const hash = await client.sendRawTransaction({ serializedTransaction: signed });
+          return hash.toLowerCase();
+        } catch (error) {
+          if (error instanceof ChainUnavailableError) throw error;
+          throw unavailable(error);
+        }
+      };
+      const result = sending.then(run, run);
+      sending = result.catch(() => {});
+      return result;
     },
   };
 }

@@ -9,6 +9,7 @@ import * as transactionBackdated from './20261125010000-transaction-backdated.ts
 import * as transactionChainStatus from './20261125020000-transaction-chain-status.ts';
 import * as organizations from './20261126000000-organizations.ts';
 import * as authorizations from './20261127000000-authorizations.ts';
+import * as erc8004 from './20261127010000-erc8004.ts';
 
 /** Every migration, in order. Names are timestamped; never rename or reorder a landed one. */
 export const migrations: Record<string, Migration> = {
@@ -22,4 +23,5 @@ export const migrations: Record<string, Migration> = {
   '20261125020000-transaction-chain-status': transactionChainStatus,
   '20261126000000-organizations': organizations,
   '20261127000000-authorizations': authorizations,
+  '20261127010000-erc8004': erc8004,
 };

@@ -1,0 +1,261 @@
+import { createServer, type Server } from 'node:http';
+import { sql } from '@vouch/db';
+import { erc8004FeedbackResult, scoreBreakdown, successEnvelope } from '@vouch/schemas';
+import {
+  createAgent,
+  createTestApp,
+  deployRegistries,
+  get,
+  type LocalChain,
+  post,
+  type Registries,
+  startLocalChain,
+  type TestContext,
+} from '@vouch/testkit';
+import { type Address, type Hex, keccak256, toBytes, verifyMessage } from 'viem';
+import { mnemonicToAccount, privateKeyToAccount } from 'viem/accounts';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+
+// The ERC-8004 indexer, the score's feedback evidence and the feedback export against a real
+// node (anvil) with Identity and Reputation registries compiled by solc in this test.
+let chain: LocalChain;
+let registries: Registries;
+let t: TestContext;
+let files: Server;
+let filesUrl: string;
+const served = new Map<string, string>();
+let signer: Address;
+const CONFIRMATIONS = 2;
+
+beforeAll(async () => {
+  chain = await startLocalChain({ accounts: 7 });
+  registries = await deployRegistries(chain);
+  const key = await chain.fundedKey();
+  signer = privateKeyToAccount(key).address.toLowerCase() as Address;
+  files = createServer((req, res) => {
+    const body = served.get(req.url ?? '');
+    res.writeHead(body ? 200 : 404, { 'content-type': 'application/json' }).end(body ?? '');
+  });
+  await new Promise<void>((resolve) => files.listen(0, '127.0.0.1', resolve));
+  filesUrl = `http://127.0.0.1:${(files.address() as { port: number }).port}`;
+  t = await createTestApp({
+    chainRpcUrl: chain.url,
+    refreshDelayMs: 50,
+    env: {
+      ERC8004_IDENTITY_REGISTRY: registries.identity,
+      ERC8004_REPUTATION_REGISTRY: registries.reputation,
+      ERC8004_CONFIRMATIONS: String(CONFIRMATIONS),
+      ERC8004_BLOCK_RANGE: '3',
+      ERC8004_INTERVAL_MS: '3600000',
+      // The test serves feedback files on loopback.
+      ERC8004_FEEDBACK_FETCH: 'any',
+      ERC8004_SIGNER_KEY: key,
+    },
+  });
+}, 120_000);
+
+afterAll(async () => {
+  await t?.close();
+  await chain?.close();
+  await new Promise((resolve) => files?.close(resolve));
+});
+
+/** The node's accounts come from its well-known test mnemonic: their keys sign (EIP-712) in the test. */
+const devAccount = (i: number) =>
+  mnemonicToAccount('test test test test test test test test test test test junk', { addressIndex: i });
+const account = (i: number) => (chain.accounts[i] as string).toLowerCase() as Address;
+/** Mines past the confirmation depth and runs the indexer once. */
+async function indexConfirmed() {
+  await chain.mine(CONFIRMATIONS);
+  return t.services.erc8004.index();
+}
+const breakdownOf = async (address: string) =>
+  successEnvelope(scoreBreakdown).parse((await get(t.app, `/api/scores/${address}`)).json()).data;
+const feedbackRows = async () =>
+  (await sql<{ n: number }>`SELECT count(*)::int AS n FROM erc8004_feedback`.execute(t.database.db)).rows[0]?.n;
+
+describe('the ERC-8004 indexer', () => {
+  let walletAgentId: bigint;
+  const wallet = privateKeyToAccount('0x59c6995e998f97a5a0044966f0945389dc9e86dae88c7a8412f4603b6b78690e');
+
+  it('resolves an agent to its identity by its verified wallet, or the one identity it owns', async () => {
+    const owned = await registries.register(account(1), 'https://agents.example/1.json');
+    await registries.setAgentURI(account(1), owned, 'https://agents.example/1-v2.json');
+    walletAgentId = await registries.register(account(2), 'https://agents.example/2.json');
+    await registries.setAgentWallet(account(2), walletAgentId, wallet);
+    await indexConfirmed();
+
+    await createAgent(t.app, { address: account(1) });
+    const agent = (await get(t.app, `/api/agents/${account(1)}`)).json().data;
+    expect(agent.erc8004).toEqual({
+      chainId: 1337,
+      agentId: owned.toString(),
+      agentURI: 'https://agents.example/1-v2.json',
+      owner: account(1),
+      agentWallet: account(1),
+    });
+    // The wallet the owner pointed at with its signature stands for the identity (ids are not wallets).
+    await createAgent(t.app, { address: wallet.address.toLowerCase() });
+    const byWallet = (await get(t.app, `/api/agents/${wallet.address.toLowerCase()}`)).json().data;
+    expect(byWallet.erc8004).toMatchObject({ agentId: walletAgentId.toString(), owner: account(2) });
+  });
+
+  it('indexes nothing within the confirmation depth, so a reorganization there changes nothing', async () => {
+    const before = await feedbackRows();
+    const snapshot = await chain.snapshot();
+    await registries.giveFeedback(account(3), 0n, { value: 5n, tag1: 'starred' });
+    await t.services.erc8004.index(); // the feedback's block is not confirmed yet
+    expect(await feedbackRows()).toBe(before);
+    await chain.revert(snapshot); // the block is dropped: the feedback never happened
+    await indexConfirmed();
+    await indexConfirmed();
+    expect(await feedbackRows()).toBe(before);
+    expect((await breakdownOf(account(1))).erc8004.status).toBe('current');
+  });
+
+  it('weighs feedback by the client’s standing: self-related and revoked count nothing, payment-backed more', async () => {
+    // A client Vouch knows with a standing of 800, an unknown one, the identity's own wallet.
+    await createAgent(t.app, { address: account(3) });
+    await post(t.app, `/api/agents/${account(3)}/score`, { score: 800, reason: '0x' });
+    await registries.giveFeedback(account(3), 0n, { value: 95n, tag1: 'starred' });
+    await registries.giveFeedback(account(4), 0n, { value: 100n, tag1: 'starred' });
+    await registries.revokeFeedback(account(4), 0n, 1n);
+    await registries.giveFeedback(account(4), 0n, { value: 90n, tag1: 'starred' });
+    await registries.giveFeedback(account(6), 0n, { value: 12n, tag1: 'uptime' });
+    await registries.appendResponse(account(1), 0n, account(3), 1n, 'https://agents.example/thanks');
+
+    // A client that paid the agent, with the payment recorded in Vouch and verified on the chain.
+    const paid = await chain.sendValue(account(5), account(1), 10n ** 18n);
+    await post(t.app, '/api/transactions/record', {
+      agent: account(5),
+      txHash: paid,
+      amount: (10n ** 18n).toString(),
+      type: 0,
+      counterparty: account(1),
+    });
+    await expect
+      .poll(async () => (await get(t.app, `/api/scores/${account(5)}`)).json().data.counted.transactions, {
+        timeout: 10_000,
+      })
+      .toBe(1);
+    const file = JSON.stringify({
+      agentRegistry: `eip155:1337:${registries.identity}`,
+      agentId: 0,
+      clientAddress: `eip155:1337:${account(5)}`,
+      value: 100,
+      valueDecimals: 0,
+      tag1: 'starred',
+      proofOfPayment: { fromAddress: account(5), toAddress: account(1), chainId: '1337', txHash: paid },
+    });
+    served.set('/feedback/paid.json', file);
+    await registries.giveFeedback(account(5), 0n, {
+      value: 100n,
+      tag1: 'starred',
+      feedbackURI: `${filesUrl}/feedback/paid.json`,
+      feedbackHash: keccak256(toBytes(file)),
+    });
+    await indexConfirmed();
+    await indexConfirmed();
+
+    const b = await breakdownOf(account(1));
+    expect(b.erc8004).toMatchObject({
+      status: 'current',
+      identity: { agentId: '0' },
+      feedback: { total: 5, counted: 3, revoked: 1, notARating: 1, paymentBacked: 1 },
+      applied: true,
+    });
+    const entry = (client: string) => b.erc8004.entries.filter((e) => e.client === client);
+    expect(entry(account(3))[0]).toMatchObject({ verdict: 'counted', weight: 0.8, clientScore: 800, responses: 1 });
+    expect(
+      entry(account(4))
+        .map((e) => e.verdict)
+        .sort(),
+    ).toEqual(['counted', 'revoked']);
+    expect(entry(account(5))[0]).toMatchObject({ verdict: 'counted', paymentBacked: true, proofOfPayment: true });
+    expect(b.erc8004.adjustment).toBeGreaterThan(0);
+    expect(b.score).toBe(Math.min(1000, b.modelScore + b.erc8004.adjustment));
+    // compute is stateless and unchanged: the five inputs only.
+    const compute = await post(t.app, '/api/scores/compute', {
+      successRate: 0.98,
+      totalVolume: '100000000000000000000',
+      transactionCount: 500,
+      budgetCompliance: 1,
+      accountAge: 365,
+    });
+    expect(compute.json().data.score).toBe(894);
+  });
+
+  it('counts feedback from the wallet of another identity of the same owner as self-related', async () => {
+    // The registry refuses the owner's own review, not one from the wallet of the owner's other agent.
+    const sibling = await registries.register(account(2), 'https://agents.example/2b.json');
+    await registries.setAgentWallet(account(2), sibling, devAccount(6));
+    const review = await registries.giveFeedback(account(6), walletAgentId, { value: 100n, tag1: 'starred' });
+    expect(review.status).toBe('success');
+    expect((await registries.giveFeedback(account(2), walletAgentId, { value: 100n })).status).toBe('reverted');
+    await indexConfirmed();
+    const b = await breakdownOf(wallet.address.toLowerCase());
+    expect(b.erc8004.identity?.agentId).toBe(walletAgentId.toString());
+    expect(b.erc8004.feedback).toMatchObject({ total: 1, selfRelated: 1, counted: 0 });
+    expect(b.erc8004.adjustment).toBe(0);
+  });
+
+  it('a repeated or concurrent run, or a range read again, changes nothing', async () => {
+    const snapshotOf = async () =>
+      (
+        await sql<{ t: string }>`SELECT string_agg(x::text, '|' ORDER BY x::text) AS t FROM (
+          SELECT agent_id, client, feedback_index, revoked, file_status FROM erc8004_feedback
+          UNION ALL SELECT agent_id, owner, 0, agent_wallet IS NULL, agent_uri FROM erc8004_identities) x`.execute(
+          t.database.db,
+        )
+      ).rows[0]?.t;
+    const before = await snapshotOf();
+    await Promise.all([t.services.erc8004.index(), t.services.erc8004.index()]);
+    // Every cursor back to the start: every range is read and applied again.
+    await sql`UPDATE erc8004_cursors SET next_block = 0, last_block_hash = NULL`.execute(t.database.db);
+    await t.services.erc8004.index();
+    await t.services.erc8004.index();
+    expect(await snapshotOf()).toBe(before);
+  });
+
+  it('sends Vouch’s own feedback with a signed file whose hash is on the chain, and indexes it back', async () => {
+    const res = await post(t.app, `/api/agents/${account(1)}/erc8004/feedback`, {});
+    expect(res.statusCode, res.body).toBe(200);
+    const fb = successEnvelope(erc8004FeedbackResult).parse(res.json()).data;
+    expect(fb).toMatchObject({ sent: true, tag1: 'vouch-score', tag2: '2', valueDecimals: 1, clientAddress: signer });
+    expect(fb.feedbackHash).toBe(keccak256(toBytes(fb.file)));
+    expect(Buffer.from(fb.feedbackURI.split(',')[1] as string, 'base64').toString()).toBe(fb.file);
+    const { signature, ...unsigned } = JSON.parse(fb.file);
+    expect(
+      await verifyMessage({ address: signer, message: JSON.stringify(unsigned), signature: signature.value as Hex }),
+    ).toBe(true);
+    await chain.client.waitForTransactionReceipt({ hash: fb.txHash as Hex });
+    await indexConfirmed();
+    const b = await breakdownOf(account(1));
+    const ours = b.erc8004.entries.find((e) => e.client === signer);
+    expect(ours).toMatchObject({ tag1: 'vouch-score', value: String(fb.value), valueDecimals: 1 });
+    // And the write is in the organization's audit log.
+    const audit = await sql<{ action: string }>`SELECT action FROM audit_log WHERE target = ${account(1)}
+      ORDER BY seq DESC LIMIT 1`.execute(t.database.db);
+    expect(audit.rows[0]?.action).toBe('score.erc8004_feedback');
+  });
+
+  it('a node that is down fails the run, keeps the cursors, and stops a positive adjustment', async () => {
+    const cursors = async () =>
+      (
+        await sql<{
+          n: string;
+        }>`SELECT string_agg(next_block::text, ',' ORDER BY registry) AS n FROM erc8004_cursors`.execute(t.database.db)
+      ).rows[0]?.n;
+    const before = await cursors();
+    await chain.close();
+    await expect(t.services.erc8004.index()).rejects.toThrow(/chain read failed/);
+    expect(await cursors()).toBe(before);
+    const b = await breakdownOf(account(1));
+    expect(b.erc8004.status).toBe('unavailable');
+    expect(b.erc8004.applied).toBe(false);
+    expect(b.score).toBe(b.modelScore);
+    // Sending feedback needs the node: a fast 503, nothing stored.
+    const res = await post(t.app, `/api/agents/${account(1)}/erc8004/feedback`, {});
+    expect(res.statusCode, res.body).toBe(503);
+  });
+});

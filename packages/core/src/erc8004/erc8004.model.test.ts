@@ -1,0 +1,76 @@
+import { describe, expect, it } from 'vitest';
+import {
+  adjustmentOf,
+  type FeedbackFacts,
+  proofOfPaymentIn,
+  walletOf,
+  weigh,
+  withAdjustment,
+} from './erc8004.model.ts';
+
+const facts = (over: Partial<FeedbackFacts> = {}): FeedbackFacts => ({
+  client: '0x1',
+  feedbackIndex: '1',
+  value: '80',
+  decimals: 0,
+  tag1: 'starred',
+  tag2: '',
+  revoked: false,
+  responses: 0,
+  proofOfPayment: null,
+  clientScore: null,
+  clientSanctioned: false,
+  clientSelfRelated: false,
+  paymentBacked: false,
+  ...over,
+});
+
+describe('ERC-8004 feedback weights', () => {
+  it('an unknown client counts 0.1, a known one its score ÷ 1000, payment-backed three times (at most 1)', () => {
+    expect(weigh(facts()).weight).toBe(0.1);
+    expect(weigh(facts({ clientScore: 700 })).weight).toBe(0.7);
+    expect(weigh(facts({ paymentBacked: true })).weight).toBe(0.3);
+    expect(weigh(facts({ clientScore: 700, paymentBacked: true })).weight).toBe(1);
+  });
+
+  it('self-related, sanctioned, revoked and non-rating feedback counts nothing', () => {
+    expect(weigh(facts({ clientSelfRelated: true, clientScore: 900 }))).toMatchObject({
+      verdict: 'self_related',
+      weight: 0,
+    });
+    expect(weigh(facts({ clientSanctioned: true }))).toMatchObject({ verdict: 'sanctioned_client', weight: 0 });
+    expect(weigh(facts({ revoked: true }))).toMatchObject({ verdict: 'revoked', weight: 0 });
+    expect(weigh(facts({ tag1: 'responseTime', value: '1100' }))).toMatchObject({ verdict: 'not_a_rating' });
+    expect(weigh(facts({ value: '101' })).verdict).toBe('not_a_rating');
+    expect(weigh(facts({ tag1: 'vouch-score', value: '894', decimals: 1 })).rating).toBeCloseTo(89.4);
+  });
+
+  it('moves the score by at most 100 points, by confidence, and a positive move needs a current index', () => {
+    const five = Array.from({ length: 5 }, () => weigh(facts({ value: '100', clientScore: 1000 })));
+    expect(adjustmentOf(five, 'current')).toMatchObject({ adjustment: 100, applied: true, confidence: 1 });
+    expect(adjustmentOf(five, 'behind')).toMatchObject({ adjustment: 100, applied: false });
+    const bad = Array.from({ length: 5 }, () => weigh(facts({ value: '0', clientScore: 1000 })));
+    expect(adjustmentOf(bad, 'unavailable')).toMatchObject({ adjustment: -100, applied: true });
+    // Ten unknown clients (weight 1 in all) earn a fifth of the full effect.
+    const sybils = Array.from({ length: 10 }, () => weigh(facts({ value: '100' })));
+    expect(adjustmentOf(sybils, 'current')).toMatchObject({ adjustment: 20, confidence: 0.2 });
+    expect(adjustmentOf([weigh(facts({ value: '50', clientScore: 1000 }))], 'current').adjustment).toBe(0);
+    expect(adjustmentOf([], 'current')).toMatchObject({ adjustment: 0, applied: false, rating: null });
+    const a = adjustmentOf(five, 'current');
+    expect(withAdjustment(950, a, false)).toBe(1000);
+    expect(withAdjustment(950, a, true)).toBe(950);
+  });
+
+  it('reads agentWallet metadata and a proofOfPayment', () => {
+    expect(walletOf(`0x${'ab'.repeat(20)}`)).toBe(`0x${'ab'.repeat(20)}`);
+    expect(walletOf('0x')).toBeNull();
+    const txHash = `0x${'1'.repeat(64)}`;
+    expect(
+      proofOfPaymentIn({
+        proofOfPayment: { fromAddress: `eip155:1:0x${'A'.repeat(40)}`, toAddress: 'x', chainId: 1, txHash },
+      }),
+    ).toEqual({ fromAddress: `0x${'a'.repeat(40)}`, toAddress: null, chainId: '1', txHash });
+    expect(proofOfPaymentIn({ proofOfPayment: { txHash: '0x12' } })).toBeNull();
+    expect(proofOfPaymentIn('x')).toBeNull();
+  });
+});

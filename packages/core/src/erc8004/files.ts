@@ -1,0 +1,132 @@
+import { lookup as dnsLookup } from 'node:dns';
+import { request as httpRequest } from 'node:http';
+import { request as httpsRequest } from 'node:https';
+import { BlockList, isIP, type LookupFunction } from 'node:net';
+
+/** A feedback file larger than this is not read (the spec's examples are a few hundred bytes). */
+export const MAX_FILE_BYTES = 64 * 1024;
+
+export type FetchMode = 'off' | 'public' | 'any';
+
+export type FileAnswer =
+  | { ok: true; bytes: Buffer }
+  | { ok: false; status: 'skipped' | 'unsupported' | 'unavailable' | 'invalid'; detail: string; retry: boolean };
+
+/** Addresses a feedbackURI must not reach in `public` mode: loopback, private, link-local, shared, multicast. */
+const privateRanges = new BlockList();
+for (const [net, bits] of [
+  ['0.0.0.0', 8],
+  ['10.0.0.0', 8],
+  ['100.64.0.0', 10],
+  ['127.0.0.0', 8],
+  ['169.254.0.0', 16],
+  ['172.16.0.0', 12],
+  ['192.168.0.0', 16],
+  ['224.0.0.0', 3],
+] as const)
+  privateRanges.addSubnet(net, bits, 'ipv4');
+for (const [net, bits] of [
+  ['::', 127],
+  ['fc00::', 7],
+  ['fe80::', 10],
+  ['ff00::', 8],
+] as const)
+  privateRanges.addSubnet(net, bits, 'ipv6');
+
+export function isPublicAddress(address: string): boolean {
+  const family = isIP(address);
+  if (family === 0) return false;
+  const mapped = /^::ffff:(\d+\.\d+\.\d+\.\d+)$/i.exec(address);
+  if (mapped) return !privateRanges.check(mapped[1] as string, 'ipv4');
+  return !privateRanges.check(address, family === 4 ? 'ipv4' : 'ipv6');
+}
+
+/** DNS lookup that refuses a name resolving to a private address: checked at connect time, so rebinding cannot slip past. */
+const publicLookup: LookupFunction = (hostname, options, callback) => {
+  dnsLookup(hostname, { ...options, all: false }, (error, address, family) => {
+    if (error) return callback(error, '', 0);
+    if (!isPublicAddress(address as string))
+      return callback(new Error(`${hostname} resolves to a private address`), '', 0);
+    callback(null, address as string, family);
+  });
+};
+
+function decodeDataUri(uri: string): FileAnswer {
+  const match = /^data:([^,]*?)(;base64)?,(.*)$/s.exec(uri);
+  if (!match) return { ok: false, status: 'invalid', detail: 'a malformed data: URI', retry: false };
+  const bytes = match[2]
+    ? Buffer.from(match[3] as string, 'base64')
+    : Buffer.from(decodeURIComponent(match[3] as string), 'utf8');
+  if (bytes.length > MAX_FILE_BYTES)
+    return { ok: false, status: 'invalid', detail: `larger than ${MAX_FILE_BYTES} bytes`, retry: false };
+  return { ok: true, bytes };
+}
+
+/**
+ * Reads a feedback file: a data: URI in place, http(s) per `mode` (`public` refuses hosts on
+ * private addresses), anything else (ipfs:, ar:) is not supported. At most MAX_FILE_BYTES, within
+ * `timeoutMs`, no redirects.
+ */
+export function fetchFile(uri: string, mode: FetchMode, timeoutMs: number): Promise<FileAnswer> {
+  if (uri.startsWith('data:')) return Promise.resolve(decodeDataUri(uri));
+  let url: URL;
+  try {
+    url = new URL(uri);
+  } catch {
+    return Promise.resolve({ ok: false, status: 'invalid', detail: 'not a URI', retry: false });
+  }
+  if (url.protocol !== 'https:' && url.protocol !== 'http:') {
+    return Promise.resolve({
+      ok: false,
+      status: 'unsupported',
+      detail: `${url.protocol} URIs are not read`,
+      retry: false,
+    });
+  }
+  if (mode === 'off') {
+    return Promise.resolve({ ok: false, status: 'skipped', detail: 'ERC8004_FEEDBACK_FETCH=off', retry: false });
+  }
+  const host = url.hostname.replace(/^\[|\]$/g, '');
+  if (mode === 'public' && isIP(host) && !isPublicAddress(host)) {
+    return Promise.resolve({ ok: false, status: 'skipped', detail: 'a private address', retry: false });
+  }
+  const request = url.protocol === 'https:' ? httpsRequest : httpRequest;
+  return new Promise((resolve) => {
+    const req = request(
+      url,
+      {
+        method: 'GET',
+        timeout: timeoutMs,
+        ...(mode === 'public' && { lookup: publicLookup }),
+        headers: { accept: 'application/json' },
+      },
+      (res) => {
+        if ((res.statusCode ?? 0) < 200 || (res.statusCode ?? 0) >= 300) {
+          res.resume();
+          const retry = (res.statusCode ?? 0) >= 500;
+          resolve({ ok: false, status: 'unavailable', detail: `HTTP ${res.statusCode}`, retry });
+          return;
+        }
+        const chunks: Buffer[] = [];
+        let size = 0;
+        res.on('data', (chunk: Buffer) => {
+          size += chunk.length;
+          if (size > MAX_FILE_BYTES) {
+            res.destroy();
+            resolve({ ok: false, status: 'invalid', detail: `larger than ${MAX_FILE_BYTES} bytes`, retry: false });
+            return;
+          }
+          chunks.push(chunk);
+        });
+        res.on('end', () => resolve({ ok: true, bytes: Buffer.concat(chunks) }));
+        res.on('error', (error) => resolve({ ok: false, status: 'unavailable', detail: error.message, retry: true }));
+      },
+    );
+    req.on('timeout', () => req.destroy(new Error(`no answer within ${timeoutMs} ms`)));
+    req.on('error', (error) => {
+      const refused = /private address/.test(error.message);
+      resolve({ ok: false, status: refused ? 'skipped' : 'unavailable', detail: error.message, retry: !refused });
+    });
+    req.end();
+  });
+}
