@@ -36,7 +36,7 @@ import { goalsTable, table, writeJson } from './lib/report.ts';
 import { summaryLine } from './lib/summary.ts';
 import { runCacheStaleness } from './scenarios/cache-staleness.ts';
 import { runHop, runHttpHop } from './scenarios/hops.ts';
-import { runHealth, runP1, runP2, runP3, runP4 } from './scenarios/http.ts';
+import { runHealth, runP1, runP2, runP3, runP4, runP8 } from './scenarios/http.ts';
 import { joinHalves, runRecompute } from './scenarios/recompute.ts';
 import { runVerifyDirect } from './scenarios/verify-direct.ts';
 
@@ -125,7 +125,15 @@ async function main() {
     ...partial,
     database,
     agents,
-    roles: { score: pick(0), check: pick(1), spendHttp: pick(2), spendSql: pick(3), exhaust: pick(4), verify: pick(5) },
+    roles: {
+      score: pick(0),
+      check: pick(1),
+      spendHttp: pick(2),
+      spendSql: pick(3),
+      exhaust: pick(4),
+      verify: pick(5),
+      decide: pick(6),
+    },
     pids: { api: [apiA.proc.pid] },
   };
   const huge = (10n ** 30n).toString();
@@ -135,6 +143,15 @@ async function main() {
   await setBudget(ctx.roles.spendHttp, huge);
   await setBudget(ctx.roles.spendSql, huge);
   await setBudget(ctx.roles.exhaust, String(profile.exhaustLimit));
+  await setBudget(ctx.roles.decide, huge);
+  // A policy like a customer's: a deny list, a review threshold, then allow a known-enough agent.
+  await call(apiA.base, 'PUT', `/api/agents/${ctx.roles.decide}/policy`, {
+    rules: [
+      { name: 'blocked', action: 'deny', when: { counterpartyIn: [`0x${'d'.repeat(40)}`] } },
+      { name: 'big', action: 'review', when: { amountAbove: '1000000000000000000000' } },
+      { name: 'rest', action: 'allow', when: { agentScoreAtLeast: 100 } },
+    ],
+  });
 
   const C = profile.connections;
   const pool = productSettings.dbPoolMax;
@@ -192,6 +209,8 @@ async function main() {
 
   // Budget checks: without the limiter on this API (extra), then P2 on an API with the limiter on.
   await step(ctx, 'X-P2-ratelimit-off', () => runP2(ctx, apiA as RunningApi, 'X-P2-ratelimit-off'));
+  // Decisions on the same API, right after the checks they are compared with (P8).
+  await step(ctx, 'P8', () => runP8(ctx, apiA as RunningApi));
   await apiA.proc.stop();
   apiA = null;
   await step(ctx, 'P2', async () => {
@@ -256,6 +275,7 @@ async function main() {
       P2: C,
       B3: C,
       P3: C,
+      P8: C,
       P4: 1,
       B5: 1,
       'X-health': C,

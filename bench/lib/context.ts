@@ -21,6 +21,8 @@ export interface Roles {
   spendSql: string;
   /** P3's overspend probe. */
   exhaust: string;
+  /** P8: whose payments are decided (a budget and a three-rule policy). */
+  decide: string;
   /** P4: verified. */
   verify: string;
 }
@@ -144,7 +146,7 @@ export async function workerCount(prefix: string, queueName: string): Promise<nu
 /** JSON request helper; throws on an unexpected status. */
 export async function call<T = unknown>(
   base: string,
-  method: 'GET' | 'POST',
+  method: 'GET' | 'POST' | 'PUT',
   path: string,
   body?: unknown,
   expect: number[] = [200],

@@ -68,6 +68,13 @@ export function evaluateGoals(ctx: Context): GoalEntry[] {
         },
       };
     },
+    P8: () => {
+      const stored = need(ctx, 'P8').decisionsStored as number;
+      return ratioOf(latency(ctx, 'P8', 'p50'), latency(ctx, 'X-P2-ratelimit-off', 'p50'), [
+        `${stored} decisions stored`,
+      ]);
+    },
+    P8b: () => ratioOf(throughput(ctx, 'P8'), throughput(ctx, 'B1')),
     P4: () => {
       const s = latency(ctx, 'P4', 'p50');
       const b = latency(ctx, 'B5', 'p50');

@@ -89,6 +89,20 @@ export const goalDefs: GoalDef[] = [
     target: ge(0.5, '≥ 50 %'),
   },
   {
+    id: 'P8',
+    what: 'POST /api/decisions p50 vs the budget check’s p50 (X-P2-ratelimit-off), same API, same connections',
+    ratioKind: 'ratio',
+    floor: le(2, '≤ 2×'),
+    target: le(1.5, '≤ 1.5×'),
+  },
+  {
+    id: 'P8b',
+    what: 'POST /api/decisions throughput vs B1',
+    ratioKind: 'ratio',
+    floor: ge(0.25, '≥ 25 %'),
+    target: ge(0.35, '≥ 35 %'),
+  },
+  {
     id: 'P3',
     what: 'spends on one hot budget over HTTP (50 connections) vs B3',
     ratioKind: 'ratio',

@@ -69,6 +69,39 @@ export async function runP2(ctx: Context, api: RunningApi, label: string) {
   };
 }
 
+/**
+ * P8: POST /api/decisions for an agent with a budget and a three-rule policy, on the API (rate
+ * limiter off) that just served X-P2-ratelimit-off: every decision reads the agent, the budget, the
+ * policy and the sanctions of agent, owner and counterparty, evaluates, and stores itself.
+ */
+export async function runP8(ctx: Context, api: RunningApi) {
+  const body = { agent: ctx.roles.decide, amount: '1', counterparty: `0x${'c'.repeat(40)}`, category: 'compute' };
+  const probe = await call<{ data: { decision: string; policy: { matchedRule: string } } }>(
+    api.base,
+    'POST',
+    '/api/decisions',
+    body,
+  );
+  if (probe.body.data?.decision !== 'allow' || probe.body.data.policy.matchedRule !== 'rest') {
+    throw new Error(`P8: the decision answered ${JSON.stringify(probe.body)}`);
+  }
+  const r = await loadTest(ctx, 'P8', {
+    url: `${api.base}/api/decisions`,
+    method: 'POST',
+    body: JSON.stringify(body),
+    connections: ctx.profile.connections,
+  });
+  const stored = await sql<{
+    n: number;
+  }>`SELECT count(*)::int AS n FROM decisions WHERE agent = ${ctx.roles.decide}`.execute(ctx.database.db);
+  return {
+    what: 'POST /api/decisions (budget, three-rule policy, sanctions of agent and counterparty; stored), RATE_LIMIT=off',
+    sampleAnswer: probe.body,
+    decisionsStored: stored.rows[0]?.n ?? 0,
+    ...r,
+  };
+}
+
 interface BudgetAudit {
   daily_limit: string;
   monthly_limit: string;

@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import { sql } from '@vouch/db';
 import { approval, decision, failureEnvelope, policy, successEnvelope } from '@vouch/schemas';
 import {
@@ -81,7 +82,8 @@ describe('a decision', () => {
       .where('id', '=', d.decisionId)
       .executeTakeFirstOrThrow();
     expect(row.context).toEqual({ order: 'o-7' });
-    expect((await get(t.app, '/api/decisions/99999999')).json().error.code).toBe('DECISION_NOT_FOUND');
+    expect((await get(t.app, `/api/decisions/${randomUUID()}`)).json().error.code).toBe('DECISION_NOT_FOUND');
+    expect((await get(t.app, '/api/decisions/99999999')).statusCode).toBe(400);
   });
 
   it('denies an unknown agent, one without a budget, and a payment over a limit, listing every reason', async () => {

@@ -80,7 +80,11 @@ export function createServices(deps: CoreDeps) {
     chainConfigured: chain !== null,
     evidence: erc8004.evidence,
   });
-  const sanctions = createSanctionsService({ ...base, rescore: (addresses) => scores.recompute(addresses, null) });
+  const sanctions = createSanctionsService({
+    ...base,
+    cache: deps.cache,
+    rescore: (addresses) => scores.recompute(addresses, null),
+  });
   const verification = createVerificationService({ ...base, chain, thresholds: deps.verification });
   const anomaly = createAnomalyService({
     ...base,

@@ -125,7 +125,8 @@ export interface PoliciesTable {
 }
 
 export interface DecisionsTable {
-  id: Generated<string>;
+  /** A random UUID, made by the API. */
+  id: string;
   organization_id: string;
   agent: string;
   amount: Uint256;

@@ -203,7 +203,11 @@ export const decision = z
   .meta({ id: 'Decision' });
 export type Decision = z.infer<typeof decision>;
 
-export const decisionParams = z.object({ id: z.string().regex(/^[1-9]\d{0,17}$/, 'must be a decision id') });
+export const decisionParams = z.object({
+  id: z
+    .string()
+    .regex(/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/, 'must be a decision id (a UUID)'),
+});
 
 export const approvalStatus = z.enum(['pending', 'approved', 'denied', 'expired', 'redeemed']);
 

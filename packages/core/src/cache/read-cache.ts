@@ -1,8 +1,8 @@
 import { channel } from 'node:diagnostics_channel';
 import type { Database } from '@vouch/db';
 
-export type CacheSpace = 'agents' | 'budgets' | 'policies';
-const SPACES: readonly CacheSpace[] = ['agents', 'budgets', 'policies'];
+export type CacheSpace = 'agents' | 'budgets' | 'policies' | 'sanctions';
+const SPACES: readonly CacheSpace[] = ['agents', 'budgets', 'policies', 'sanctions'];
 
 /** What the cache publishes on `cacheInvalidations` each time it drops an entry (or a space, `key` `*`). */
 export interface CacheInvalidation {
@@ -48,11 +48,12 @@ export async function createReadCache(database: Database, options: { maxEntries?
     agents: new Map(),
     budgets: new Map(),
     policies: new Map(),
+    sanctions: new Map(),
   };
   const clear = () => {
     for (const space of SPACES) spaces[space].clear();
   };
-  const size = () => spaces.agents.size + spaces.budgets.size + spaces.policies.size;
+  const size = () => SPACES.reduce((n, space) => n + spaces[space].size, 0);
   let active = false;
   // Bumped by every invalidation: a load that saw an older epoch must not be stored.
   let epoch = 0;

@@ -1,8 +1,9 @@
-import { type ApprovalRow, type DB, type DecisionRow, type Kysely, sql } from '@vouch/db';
+import { type ApprovalRow, type DB, type DecisionRow, type Kysely, runPrepared, sql } from '@vouch/db';
 
 type Executor = Kysely<DB>;
 
 export interface NewDecision {
+  id: string;
   organizationId: string;
   agent: string;
   amount: string;
@@ -20,29 +21,44 @@ export interface NewDecision {
   now: Date;
 }
 
-export async function insertDecision(db: Executor, d: NewDecision): Promise<string> {
-  const row = await db
-    .insertInto('decisions')
-    .values({
-      organization_id: d.organizationId,
-      agent: d.agent,
-      amount: d.amount,
-      asset: d.asset,
-      counterparty: d.counterparty,
-      category: d.category,
-      context: d.context === null ? null : JSON.stringify(d.context),
-      decision: d.decision,
-      reasons: JSON.stringify(d.reasons),
-      facts: JSON.stringify(d.facts),
-      authorization_id: d.authorizationId,
-      approval_id: d.approvalId,
-      actor_key_id: d.actorKeyId,
-      request_id: d.requestId,
-      created_at: d.now,
-    })
-    .returning(sql<string>`id::text`.as('id'))
-    .executeTakeFirstOrThrow();
-  return row.id;
+function decisionValues(d: NewDecision) {
+  return {
+    id: d.id,
+    organization_id: d.organizationId,
+    agent: d.agent,
+    amount: d.amount,
+    asset: d.asset,
+    counterparty: d.counterparty,
+    category: d.category,
+    context: d.context === null ? null : JSON.stringify(d.context),
+    decision: d.decision,
+    reasons: JSON.stringify(d.reasons),
+    facts: JSON.stringify(d.facts),
+    authorization_id: d.authorizationId,
+    approval_id: d.approvalId,
+    actor_key_id: d.actorKeyId,
+    request_id: d.requestId,
+    created_at: d.now,
+  };
+}
+
+/**
+ * Stores decisions, many in one statement of a fixed text (arrays of columns, unnested): parsed
+ * once per connection as a prepared statement however many rows it carries.
+ */
+export async function insertDecisions(db: Executor, decisions: readonly NewDecision[]): Promise<void> {
+  if (decisions.length === 0) return;
+  const rows = decisions.map(decisionValues);
+  const col = <K extends keyof (typeof rows)[number]>(key: K) => rows.map((r) => r[key]);
+  const statement = sql`
+    INSERT INTO decisions (id, organization_id, agent, amount, asset, counterparty, category, context, decision,
+      reasons, facts, authorization_id, approval_id, actor_key_id, request_id, created_at)
+    SELECT * FROM unnest(${col('id')}::text[], ${col('organization_id')}::text[], ${col('agent')}::text[],
+      ${col('amount')}::numeric[], ${col('asset')}::text[], ${col('counterparty')}::text[], ${col('category')}::text[],
+      ${col('context')}::jsonb[], ${col('decision')}::text[], ${col('reasons')}::jsonb[], ${col('facts')}::jsonb[],
+      ${col('authorization_id')}::bigint[], ${col('approval_id')}::bigint[], ${col('actor_key_id')}::text[],
+      ${col('request_id')}::text[], ${col('created_at')}::timestamptz[])`;
+  await runPrepared(db, statement.compile(db));
 }
 
 /** Links a decision to the hold or approval it created (made after the decision's row, in its transaction). */

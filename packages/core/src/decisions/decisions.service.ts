@@ -1,4 +1,5 @@
-import type { DB, DecisionRow, Kysely } from '@vouch/db';
+import { randomUUID } from 'node:crypto';
+import { type DB, type DecisionRow, isDatabaseUnavailable, type Kysely } from '@vouch/db';
 import type { Authorization, Decision, DecisionInput, DecisionReason } from '@vouch/schemas';
 import { gradeFor } from '../agents/agents.model.ts';
 import type { AgentsService } from '../agents/agents.service.ts';
@@ -52,18 +53,20 @@ const DAY_MS = 86_400_000;
 
 export function createDecisionsService(deps: DecisionsDeps) {
   const { db, clock, audit, agents, budgets, authorizations, policies, sanctions, anomaly } = deps;
+  const writer = batchWriter<repo.NewDecision>((batch) => repo.insertDecisions(db, batch));
 
-  function toDecision(row: DecisionRow, hold: Authorization | null): Decision {
-    const facts = row.facts as unknown as DecisionFacts;
+  /** A decision's answer from what is stored of it. */
+  function answer(d: repo.NewDecision, hold: Authorization | null, approvalId: string | null): Decision {
+    const facts = d.facts as DecisionFacts;
     return {
-      decisionId: String(row.id),
-      decision: row.decision,
-      reasons: row.reasons as unknown as DecisionReason[],
-      agent: row.agent,
-      amount: row.amount,
-      asset: row.asset,
-      counterparty: row.counterparty,
-      category: row.category,
+      decisionId: d.id,
+      decision: d.decision,
+      reasons: d.reasons as DecisionReason[],
+      agent: d.agent,
+      amount: d.amount,
+      asset: d.asset,
+      counterparty: d.counterparty,
+      category: d.category,
       score: facts.score,
       grade: facts.score === null ? null : gradeFor(facts.score),
       confidence: facts.confidence,
@@ -72,9 +75,34 @@ export function createDecisionsService(deps: DecisionsDeps) {
       policy: facts.policy,
       modelVersion: facts.modelVersion,
       authorization: hold,
-      approvalId: row.approval_id === null ? null : String(row.approval_id),
-      createdAt: toUnixSeconds(row.created_at),
+      approvalId,
+      createdAt: toUnixSeconds(d.now),
     };
+  }
+
+  function toDecision(row: DecisionRow, hold: Authorization | null): Decision {
+    return answer(
+      {
+        id: row.id,
+        organizationId: row.organization_id,
+        agent: row.agent,
+        amount: row.amount,
+        asset: row.asset,
+        counterparty: row.counterparty,
+        category: row.category,
+        context: row.context,
+        decision: row.decision,
+        reasons: row.reasons,
+        facts: row.facts,
+        authorizationId: row.authorization_id,
+        approvalId: row.approval_id,
+        actorKeyId: row.actor_key_id,
+        requestId: row.request_id,
+        now: row.created_at,
+      },
+      hold,
+      row.approval_id === null ? null : String(row.approval_id),
+    );
   }
 
   /** Why an approval cannot be redeemed for this payment. */
@@ -121,13 +149,13 @@ export function createDecisionsService(deps: DecisionsDeps) {
       // read cache: the embedded database has one connection, which that transaction holds.
       const inTransaction = executor.isTransaction;
       const reader = inTransaction ? executor : db;
-      const [standing, cpStanding, budget, policy, screening] = await Promise.all([
+      const [standing, cpStanding, budget, policy] = await Promise.all([
         agents.standingOf(input.agent, inTransaction, reader),
         counterparty ? agents.standingOf(counterparty, inTransaction, reader) : Promise.resolve(null),
         budgets.budgetOf({ organizationId: actor.organizationId, agent: input.agent, asset }, inTransaction, reader),
         policies.effective(actor.organizationId, input.agent, reader),
-        sanctions.forDecision(input.agent, counterparty, reader),
       ]);
+      const screening = await sanctions.forDecision(input.agent, standing?.owner ?? null, counterparty, reader);
       const standingOf = (s: typeof standing) =>
         s && {
           score: s.score,
@@ -266,23 +294,10 @@ export function createDecisionsService(deps: DecisionsDeps) {
           holdId = await reserve('pending_approval', approvalExpires);
         }
 
-        const decisionId = await repo.insertDecision(trx, {
-          organizationId: actor.organizationId,
-          agent: input.agent,
-          amount: input.amount,
-          asset,
-          counterparty,
-          category: input.category ?? null,
-          context: input.context ?? null,
-          decision: verdict.decision,
-          reasons: verdict.reasons,
-          facts: stored,
-          authorizationId: holdId,
-          approvalId: input.approvalId ?? null,
-          actorKeyId: actor.keyId,
-          requestId: actor.requestId ?? null,
-          now,
-        });
+        const decisionId = record.id;
+        await repo.insertDecisions(trx, [
+          { ...record, decision: verdict.decision, reasons: verdict.reasons, authorizationId: holdId },
+        ]);
         if (holdId !== null && approvalHold === null) await repo.linkAuthorizationToDecision(trx, holdId, decisionId);
         if (input.approvalId !== undefined && verdict.reasons.some((r) => r.code === 'APPROVAL_REDEEMED')) {
           await repo.setRedeemedDecision(trx, input.approvalId, decisionId);
@@ -321,12 +336,43 @@ export function createDecisionsService(deps: DecisionsDeps) {
             now,
           );
         }
-        const row = await repo.findDecision(trx, actor.organizationId, decisionId);
-        if (!row) throw new Error(`decision ${decisionId} vanished after its insert`);
         const hold =
           holdId === null ? null : await budgetsRepo.findAuthorization(trx, actor.organizationId, input.agent, holdId);
-        return toDecision(row, hold ? toAuthorization(hold) : null);
+        return answer(
+          { ...record, decision: verdict.decision, reasons: verdict.reasons },
+          hold ? toAuthorization(hold) : null,
+          approvalId ?? input.approvalId ?? null,
+        );
       };
+
+      const record: repo.NewDecision = {
+        id: randomUUID(),
+        organizationId: actor.organizationId,
+        agent: input.agent,
+        amount: input.amount,
+        asset,
+        counterparty,
+        category: input.category ?? null,
+        context: input.context ?? null,
+        decision: 'deny',
+        reasons: [],
+        facts: stored,
+        authorizationId: null,
+        approvalId: input.approvalId ?? null,
+        actorKeyId: actor.keyId,
+        requestId: actor.requestId ?? null,
+        now,
+      };
+      // The common case — no hold, no approval, no review, no key's transaction — is stored by
+      // the batch writer: many decisions in one statement, each answered once its batch commits.
+      if (!executor.isTransaction && !input.hold && input.approvalId === undefined) {
+        const verdict = decide(evidence);
+        if (verdict.decision !== 'review') {
+          const stored = { ...record, decision: verdict.decision, reasons: verdict.reasons };
+          await writer.write(stored);
+          return answer(stored, null, null);
+        }
+      }
       return executor.isTransaction ? write(executor) : db.transaction().execute(write);
     },
 
@@ -338,6 +384,60 @@ export function createDecisionsService(deps: DecisionsDeps) {
           ? null
           : await budgetsRepo.findAuthorization(db, actor.organizationId, row.agent, String(row.authorization_id));
       return toDecision(row, hold ? toAuthorization(hold) : null);
+    },
+  };
+}
+
+/**
+ * Stores rows many per statement: a write waits for the statement that carries it to commit. The
+ * first write of an idle moment goes at once (next turn of the event loop); writes that arrive
+ * while `inFlight` statements run join the next one. A statement that fails for anything but the
+ * database being away is retried row by row, so one bad row fails only its own write.
+ */
+export function batchWriter<T>(
+  insert: (rows: T[]) => Promise<void>,
+  options: { maxBatch?: number; inFlight?: number } = {},
+) {
+  const maxBatch = options.maxBatch ?? 500;
+  const maxInFlight = options.inFlight ?? 4;
+  let queue: Array<{ row: T; resolve: () => void; reject: (error: unknown) => void }> = [];
+  let running = 0;
+  let scheduled = false;
+  const run = async (batch: typeof queue) => {
+    try {
+      await insert(batch.map((b) => b.row));
+      for (const b of batch) b.resolve();
+    } catch (error) {
+      if (batch.length === 1 || isDatabaseUnavailable(error)) {
+        for (const b of batch) b.reject(error);
+        return;
+      }
+      for (const b of batch) await insert([b.row]).then(b.resolve, b.reject);
+    }
+  };
+  const flush = () => {
+    scheduled = false;
+    while (queue.length && running < maxInFlight) {
+      const batch = queue.slice(0, maxBatch);
+      queue = queue.slice(batch.length);
+      running++;
+      void run(batch).finally(() => {
+        running--;
+        schedule();
+      });
+    }
+  };
+  function schedule() {
+    if (scheduled || queue.length === 0) return;
+    scheduled = true;
+    setImmediate(flush);
+  }
+  return {
+    write(row: T): Promise<void> {
+      return new Promise((resolve, reject) => {
+        queue.push({ row, resolve, reject });
+        schedule();
+      });
     },
   };
 }

@@ -33,6 +33,16 @@ export async function addressesOf(db: Executor, snapshotId: string): Promise<str
   return rows.map((r) => r.address);
 }
 
+/** Every address of a snapshot and the lists it is on. */
+export async function entriesOf(db: Executor, snapshotId: string): Promise<Map<string, string[]>> {
+  const rows = await db
+    .selectFrom('sanctions_entries')
+    .select(['address', 'lists'])
+    .where('snapshot_id', '=', snapshotId)
+    .execute();
+  return new Map(rows.map((r) => [r.address, r.lists]));
+}
+
 /** Stores a snapshot, inactive until activated. */
 export async function insertSnapshot(
   db: Executor,
@@ -63,8 +73,9 @@ export async function insertSnapshot(
 export async function activate(db: Executor, snapshotId: string): Promise<void> {
   await db.updateTable('sanctions_snapshots').set({ is_active: false }).where('is_active', '=', true).execute();
   await db.updateTable('sanctions_snapshots').set({ is_active: true }).where('id', '=', snapshotId).execute();
-  // Cached budget rows carry whether their agent is sanctioned: every replica drops them at commit.
-  await sql`SELECT pg_notify('vouch_cache', 'budgets:*')`.execute(db);
+  // Cached budget rows carry whether their agent is sanctioned, and decisions screen against a
+  // cached copy of the active list: every replica drops both at commit.
+  await sql`SELECT pg_notify('vouch_cache', 'budgets:*'), pg_notify('vouch_cache', 'sanctions:*')`.execute(db);
 }
 
 export interface Screening {
@@ -121,29 +132,4 @@ export const sanctionedSql = (column: string) => sql<boolean>`EXISTS (
 /** Serializes imports for the transaction (replicas starting together load the bundled lists once). */
 export async function lockImports(trx: Executor): Promise<void> {
   await sql`SELECT pg_advisory_xact_lock(740011)`.execute(trx);
-}
-
-/**
- * What a decision screens, in one statement: the active list (or nulls without one), and whether
- * the agent, its owner (as registered) and the counterparty are on it.
- */
-export async function decisionScreening(db: Executor, agent: string, counterparty: string | null) {
-  const result = await sql<{
-    name: string | null;
-    snapshot_date: string | null;
-    entries: number | null;
-    content_hash: string | null;
-    agent_listed: boolean;
-    owner_listed: boolean;
-    counterparty_listed: boolean;
-  }>`
-    SELECT ss.name, ss.snapshot_date, ss.entries, ss.content_hash,
-      EXISTS (SELECT 1 FROM sanctions_entries e WHERE e.snapshot_id = ss.id AND e.address = ${agent}) AS agent_listed,
-      EXISTS (SELECT 1 FROM sanctions_entries e JOIN agents a ON a.address = ${agent} AND e.address = a.owner
-        WHERE e.snapshot_id = ss.id) AS owner_listed,
-      EXISTS (SELECT 1 FROM sanctions_entries e WHERE e.snapshot_id = ss.id AND e.address = ${counterparty}) AS counterparty_listed
-    FROM (SELECT 1) AS one LEFT JOIN sanctions_snapshots ss ON ss.is_active`.execute(db);
-  const row = result.rows[0];
-  if (!row) throw new Error('the screening returned no row');
-  return row;
 }

@@ -3,6 +3,7 @@ import { readdir, readFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { DB, Kysely } from '@vouch/db';
+import type { ReadCache } from '../cache/read-cache.ts';
 import { type Clock, toUnixSeconds } from '../shared/clock.ts';
 import {
   contentHash,
@@ -85,6 +86,8 @@ export interface ImportResult {
 export interface SanctionsDeps {
   db: Kysely<DB>;
   clock: Clock;
+  /** API processes keep the active list in it (decisions screen three addresses each), dropped at each import. */
+  cache?: ReadCache | undefined;
   /** Re-scores agents whose sanctions status changed (the model scores a sanctioned agent 0). */
   rescore?: (addresses: string[]) => Promise<unknown>;
 }
@@ -99,7 +102,24 @@ export async function readListDirectory(dir: string): Promise<Record<string, str
   return lists;
 }
 
-export function createSanctionsService({ db, clock, rescore }: SanctionsDeps) {
+/** The active list, whole: its source and the lists each address is on. */
+export interface ActiveList {
+  source: SanctionsSource;
+  entries: ReadonlyMap<string, readonly string[]>;
+}
+
+export function createSanctionsService({ db, clock, rescore, cache }: SanctionsDeps) {
+  /** The active list (null without one), from the read cache when there is one and `executor` is not a transaction. */
+  async function activeList(executor: Kysely<DB> = db): Promise<ActiveList | null> {
+    const load = async (): Promise<ActiveList | null> => {
+      const snapshot = await repo.activeSnapshot(executor);
+      if (!snapshot) return null;
+      const entries = await repo.entriesOf(executor, snapshot.id);
+      return { source: sourceOf(snapshot), entries };
+    };
+    return cache && executor === db ? cache.read('sanctions', 'active', load) : load();
+  }
+
   /** Screens addresses against the active snapshot and keeps each screening. */
   async function screenMany(addresses: string[], options: { record?: boolean } = {}): Promise<ScreeningResult[]> {
     const now = clock();
@@ -182,24 +202,14 @@ export function createSanctionsService({ db, clock, rescore }: SanctionsDeps) {
   return {
     screenMany,
 
-    /** The agent, its owner and the counterparty against the active list, and the list itself (null without one); not recorded. */
-    async forDecision(agent: string, counterparty: string | null, executor: Kysely<DB> = db) {
-      const row = await repo.decisionScreening(executor, agent, counterparty);
-      const list =
-        row.name === null
-          ? null
-          : sourceOf({
-              name: row.name,
-              snapshot_date: row.snapshot_date as string,
-              entries: row.entries as number,
-              content_hash: row.content_hash,
-            });
-      return {
-        list,
-        agent: row.agent_listed,
-        owner: row.owner_listed,
-        counterparty: counterparty !== null && row.counterparty_listed,
-      };
+    /**
+     * The agent, its (registered) owner and the counterparty against the active list, and the list
+     * itself (null without one); not recorded. API processes screen against their cached copy.
+     */
+    async forDecision(agent: string, owner: string | null, counterparty: string | null, executor: Kysely<DB> = db) {
+      const list = await activeList(executor);
+      const on = (address: string | null) => address !== null && (list?.entries.has(address) ?? false);
+      return { list: list?.source ?? null, agent: on(agent), owner: on(owner), counterparty: on(counterparty) };
     },
 
     async screen(address: string): Promise<ScreeningResult> {

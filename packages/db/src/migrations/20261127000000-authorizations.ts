@@ -39,7 +39,7 @@ export async function up(db: Kysely<unknown>): Promise<void> {
     .addColumn('updated_at', 'timestamptz', (c) => c.notNull())
     .addColumn('captured_at', 'timestamptz')
     .addColumn('released_at', 'timestamptz')
-    .addColumn('decision_id', 'bigint')
+    .addColumn('decision_id', 'text')
     .addColumn('actor_key_id', 'text')
     .addForeignKeyConstraint('authorizations_budget_fkey', ['organization_id', 'agent', 'asset'], 'budgets', [
       'organization_id',
@@ -101,7 +101,8 @@ export async function up(db: Kysely<unknown>): Promise<void> {
 
   await db.schema
     .createTable('decisions')
-    .addColumn('id', 'bigint', (c) => c.primaryKey().generatedAlwaysAsIdentity())
+    // Made by the API (a random UUID), so that decisions can be stored many per statement.
+    .addColumn('id', 'text', (c) => c.primaryKey())
     .addColumn('organization_id', 'text', (c) => c.notNull().references('organizations.id'))
     .addColumn('agent', 'text', (c) => c.notNull())
     .addColumn('amount', sql`uint256`, (c) => c.notNull())
@@ -125,7 +126,7 @@ export async function up(db: Kysely<unknown>): Promise<void> {
     .addColumn('id', 'bigint', (c) => c.primaryKey().generatedAlwaysAsIdentity())
     .addColumn('organization_id', 'text', (c) => c.notNull().references('organizations.id'))
     .addColumn('agent', 'text', (c) => c.notNull())
-    .addColumn('decision_id', 'bigint', (c) => c.notNull().references('decisions.id'))
+    .addColumn('decision_id', 'text', (c) => c.notNull().references('decisions.id'))
     .addColumn('amount', sql`uint256`, (c) => c.notNull())
     .addColumn('asset', 'text', (c) => c.notNull())
     .addColumn('counterparty', 'text')
@@ -140,7 +141,7 @@ export async function up(db: Kysely<unknown>): Promise<void> {
     .addColumn('expires_at', 'timestamptz', (c) => c.notNull())
     .addColumn('decided_at', 'timestamptz')
     .addColumn('redeemed_at', 'timestamptz')
-    .addColumn('redeemed_decision_id', 'bigint')
+    .addColumn('redeemed_decision_id', 'text')
     .addColumn('created_at', 'timestamptz', (c) => c.notNull())
     .execute();
   await sql`CREATE INDEX approvals_status_idx ON approvals (organization_id, status, id)`.execute(db);
