@@ -1,3 +1,4 @@
+import { cacheInvalidations } from '@vouch/core';
 import { sql } from '@vouch/db';
 import { createAgentWithBudget, createTestApp, get, post, type TestContext } from '@vouch/testkit';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
@@ -49,7 +50,21 @@ describe.runIf(inject('testDbMode') === 'postgres')('read your writes through th
   });
 
   it('answers from the database with Cache-Control: no-cache, even while the cache holds a stale entry', async () => {
-    const agent = await createAgentWithBudget(t.app, { dailyLimit: '1000', monthlyLimit: '1000000' });
+    // The budget's own creation is announced too, and may arrive after the first check has
+    // filled the cache (dropping the entry this test needs): wait for that notification first.
+    const notified: string[] = [];
+    const record = (message: unknown) => {
+      const { space, key, source } = message as { space: string; key: string; source: string };
+      if (source === 'notification') notified.push(`${space}:${key}`);
+    };
+    cacheInvalidations.subscribe(record);
+    let agent: string;
+    try {
+      agent = await createAgentWithBudget(t.app, { dailyLimit: '1000', monthlyLimit: '1000000' });
+      await expect.poll(() => notified.includes(`budgets:${agent}`), { timeout: 10_000 }).toBe(true);
+    } finally {
+      cacheInvalidations.unsubscribe(record);
+    }
     expect((await post(t.app, `/api/budgets/${agent}/check`, { amount: '500' })).json().data.allowed).toBe(true);
     // A change the notifications do not announce (the trigger is off for this statement): the
     // cache keeps its entry until told; no-cache reads past it.

@@ -182,39 +182,21 @@ export const auditAppendOnlyV1: Definition = {
 };
 
 /**
- * v1 of cache notifications keyed by an expression, for tables whose cache key spans columns
- * (`policies`: `<organization>/<agent>`): like v2 of the statement triggers, one call per
- * statement sends `<table>:<key>` for each changed key, or `<table>:*` past
- * CACHE_NOTIFY_ROW_LIMIT rows. `keyExpression` is SQL over the changed rows' columns.
+ * v1 of the cache notifications of `policies`: the statement triggers of v2 (the same
+ * `vouch_notify_cache_rows`, which a migration has already created) on `policies.cache_key`, a
+ * generated `<organization>/<agent>`, so each change drops `policies:<organization>/<agent>`.
  */
-export const cacheNotifyExpressionV1 = {
-  async create(db: Kysely<unknown>, table: string, keyExpression: string): Promise<void> {
-    await sql`
-    CREATE OR REPLACE FUNCTION vouch_notify_cache_expr() RETURNS trigger LANGUAGE plpgsql AS $$
-    DECLARE
-      changed_count integer;
-      changed_key text;
-    BEGIN
-      SELECT count(*) INTO changed_count FROM changed;
-      IF changed_count > ${sql.raw(String(CACHE_NOTIFY_ROW_LIMIT))} THEN
-        PERFORM pg_notify('vouch_cache', TG_TABLE_NAME || ':*');
-      ELSE
-        FOR changed_key IN EXECUTE format('SELECT DISTINCT %s FROM changed', TG_ARGV[0]) LOOP
-          PERFORM pg_notify('vouch_cache', TG_TABLE_NAME || ':' || changed_key);
-        END LOOP;
-      END IF;
-      RETURN NULL;
-    END $$`.execute(db);
+export const policiesCacheNotifyV1: Definition = {
+  async create(db) {
     for (const event of ['insert', 'update'] as const) {
-      await sql`CREATE TRIGGER ${sql.raw(`${table}_notify_cache_${event}`)}
-        AFTER ${sql.raw(event.toUpperCase())} ON ${sql.table(table)} REFERENCING NEW TABLE AS changed
-        FOR EACH STATEMENT EXECUTE FUNCTION vouch_notify_cache_expr(${sql.lit(keyExpression)})`.execute(db);
+      await sql`CREATE TRIGGER ${sql.raw(`policies_notify_cache_${event}`)}
+        AFTER ${sql.raw(event.toUpperCase())} ON policies REFERENCING NEW TABLE AS changed
+        FOR EACH STATEMENT EXECUTE FUNCTION vouch_notify_cache_rows('cache_key')`.execute(db);
     }
   },
-  async drop(db: Kysely<unknown>, table: string): Promise<void> {
+  async drop(db) {
     for (const event of ['insert', 'update']) {
-      await sql`DROP TRIGGER IF EXISTS ${sql.raw(`${table}_notify_cache_${event}`)} ON ${sql.table(table)}`.execute(db);
+      await sql`DROP TRIGGER IF EXISTS ${sql.raw(`policies_notify_cache_${event}`)} ON policies`.execute(db);
     }
-    await sql`DROP FUNCTION IF EXISTS vouch_notify_cache_expr()`.execute(db);
   },
 };

@@ -122,6 +122,8 @@ export interface PoliciesTable {
   rules: Json | null;
   actor_key_id: string | null;
   created_at: Timestamp;
+  /** Generated `<organization>/<agent>`: the read cache's key. */
+  cache_key: Generated<string>;
 }
 
 export interface DecisionsTable {

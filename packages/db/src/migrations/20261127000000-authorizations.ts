@@ -1,5 +1,5 @@
 import { type Kysely, sql } from 'kysely';
-import { cacheNotifyExpressionV1 } from '../functions.ts';
+import { policiesCacheNotifyV1 } from '../functions.ts';
 
 /**
  * Two-phase spending and the decision at the moment of payment:
@@ -95,9 +95,11 @@ export async function up(db: Kysely<unknown>): Promise<void> {
     .addColumn('rules', 'jsonb')
     .addColumn('actor_key_id', 'text')
     .addColumn('created_at', 'timestamptz', (c) => c.notNull())
+    // What the read cache keys a policy by; its notifications name it.
+    .addColumn('cache_key', 'text', (c) => c.generatedAlwaysAs(sql`organization_id || '/' || agent`).stored())
     .addPrimaryKeyConstraint('policies_pkey', ['organization_id', 'agent', 'version'])
     .execute();
-  await cacheNotifyExpressionV1.create(db, 'policies', "organization_id || '/' || agent");
+  await policiesCacheNotifyV1.create(db);
 
   await db.schema
     .createTable('decisions')
@@ -153,7 +155,7 @@ export async function up(db: Kysely<unknown>): Promise<void> {
 export async function down(db: Kysely<unknown>): Promise<void> {
   await db.schema.dropTable('approvals').ifExists().execute();
   await db.schema.dropTable('decisions').ifExists().execute();
-  await cacheNotifyExpressionV1.drop(db, 'policies');
+  await policiesCacheNotifyV1.drop(db);
   await db.schema.dropTable('policies').ifExists().execute();
   await db.schema.dropTable('refunds').ifExists().execute();
   await sql`DROP INDEX IF EXISTS spends_counterparty_idx`.execute(db);
