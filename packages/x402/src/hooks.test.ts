@@ -1,4 +1,7 @@
 import { createServer, type IncomingMessage, type Server } from 'node:http';
+import { authorizationTypes } from '@x402/evm';
+import { getAddress } from 'viem';
+import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { VouchClient, VouchRequestError, VouchUnavailableError } from './client.ts';
 import { createVouchHooks, type Logger } from './hooks.ts';
@@ -37,7 +40,8 @@ beforeEach(() => {
   seen.length = 0;
 });
 
-const PAYER = '0x52908400098527886e0f7030069857d2e4169ee7';
+const account = privateKeyToAccount(generatePrivateKey());
+const PAYER = account.address.toLowerCase();
 const PAY_TO = '0x5aaeb6053f3e94c9b9a09f33669435e7ef1beaed';
 const requirements = {
   scheme: 'exact',
@@ -46,15 +50,40 @@ const requirements = {
   amount: '10000',
   payTo: PAY_TO,
   maxTimeoutSeconds: 60,
+  extra: { name: 'USD Coin', version: '2' },
 };
-const ctx = {
+const authorization = {
+  from: PAYER,
+  to: PAY_TO,
+  value: '10000',
+  validAfter: '0',
+  validBefore: '4000000000',
+  nonce: `0x${'01'.repeat(32)}` as const,
+};
+/** An EIP-3009 authorization as the x402 `exact` client signs it. */
+const signAs = (signer: typeof account) =>
+  signer.signTypedData({
+    domain: { name: 'USD Coin', version: '2', chainId: 8453, verifyingContract: getAddress(requirements.asset) },
+    types: authorizationTypes,
+    primaryType: 'TransferWithAuthorization',
+    message: {
+      ...authorization,
+      from: getAddress(authorization.from),
+      to: getAddress(authorization.to),
+      value: 10000n,
+      validAfter: 0n,
+      validBefore: 4000000000n,
+    },
+  });
+const paymentSignedBy = async (signer: typeof account) => ({
   paymentPayload: {
     x402Version: 2,
     accepted: requirements,
-    payload: { authorization: { from: PAYER, nonce: `0x${'01'.repeat(32)}` } },
+    payload: { authorization, signature: await signAs(signer) },
   },
   requirements,
-};
+});
+const ctx = await paymentSignedBy(account);
 const hold = {
   authorizationId: '9',
   agent: PAYER,
@@ -131,6 +160,15 @@ describe('the hooks', () => {
     script = () => fail(403, 'FORBIDDEN', { required: 'spend', scopes: ['read'] });
     const hooks = createVouchHooks({ url, failMode: 'open', logger: recordingLogger().logger });
     expect(await hooks.onBeforeSettle(ctx)).toMatchObject({ abort: true, reason: 'vouch_error:FORBIDDEN' });
+  });
+
+  it('asks Vouch about signed payments only: a payload naming a payer that did not sign it is refused', async () => {
+    const hooks = createVouchHooks({ url, logger: recordingLogger().logger });
+    const forged = await paymentSignedBy(privateKeyToAccount(generatePrivateKey()));
+    expect(await hooks.onBeforeVerify(forged)).toMatchObject({ abort: true, reason: 'vouch_unsigned_payment' });
+    const unsigned = { ...ctx, paymentPayload: { ...ctx.paymentPayload, payload: { authorization } } };
+    expect(await hooks.onBeforeSettle(unsigned)).toMatchObject({ abort: true, reason: 'vouch_unsigned_payment' });
+    expect(seen).toEqual([]);
   });
 
   it('refuses a payment it cannot judge without asking Vouch', async () => {

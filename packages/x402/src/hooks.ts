@@ -13,6 +13,7 @@ import {
   settledAmountOf,
   verdictOf,
 } from './mapping.ts';
+import { signedByPayer } from './signature.ts';
 
 /** pino-compatible: object first, message second. */
 export interface Logger {
@@ -123,6 +124,12 @@ export function createVouchHooks(options: VouchHooksOptions) {
       return { abort: true, reason: described.reason, message: described.message };
     }
     const payment = described.payment;
+    // The payer is only a claim until its signature is checked: Vouch is asked about signed payments only.
+    if ((await signedByPayer(ctx.paymentPayload, ctx.requirements)) === false) {
+      const message = `the payload is not signed by the payer it names (${payment.payer})`;
+      log.warn({ phase, ...facts(payment) }, `payment refused: ${message}`);
+      return { abort: true, reason: 'vouch_unsigned_payment', message };
+    }
     try {
       const decision = await decisionOf(payment);
       const verdict = verdictOf(decision, options.onReview);

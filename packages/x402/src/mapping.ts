@@ -22,6 +22,8 @@ export interface RequirementsLike {
   readonly amount: string;
   readonly payTo: string;
   readonly maxTimeoutSeconds: number;
+  /** The token's EIP-712 domain (`name`, `version`) for EIP-3009. */
+  readonly extra?: Readonly<Record<string, unknown>>;
 }
 
 /** The payment as Vouch sees it. */
