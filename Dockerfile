@@ -30,6 +30,8 @@ COPY --chown=node:node packages/jobs/package.json packages/jobs/
 COPY --chown=node:node packages/runtime/package.json packages/runtime/
 COPY --chown=node:node packages/schemas/package.json packages/schemas/
 COPY --chown=node:node packages/testkit/package.json packages/testkit/
+COPY --chown=node:node packages/x402/package.json packages/x402/
+COPY --chown=node:node examples/x402-server/package.json examples/x402-server/
 
 # Dev dependencies are installed on purpose: esbuild bundles the processes, tsx runs the CLIs.
 RUN npm ci --include=dev && npm cache clean --force

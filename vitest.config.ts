@@ -1,6 +1,6 @@
 import { defineConfig } from 'vitest/config';
 
-const dbTests = ['apps/*/test/**/*.test.ts', 'packages/*/test/**/*.test.ts'];
+const dbTests = ['apps/*/test/**/*.test.ts', 'packages/*/test/**/*.test.ts', 'examples/*/test/**/*.test.ts'];
 
 export default defineConfig({
   test: {

@@ -1,0 +1,224 @@
+import { createServer, type IncomingMessage, type Server } from 'node:http';
+import { authorizationTypes } from '@x402/evm';
+import { getAddress } from 'viem';
+import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { VouchClient, VouchRequestError, VouchUnavailableError } from './client.ts';
+import { createVouchHooks, type Logger } from './hooks.ts';
+
+// The hooks' own behaviour — failing open or closed, timeouts, which refusals abort — against a
+// scripted HTTP server on loopback (the end-to-end test runs them against Vouch itself).
+
+type Reply = { status: number; body?: unknown; headers?: Record<string, string>; hang?: boolean };
+let script: (req: IncomingMessage, body: string) => Reply;
+const seen: Array<{ method: string; url: string; key: string | undefined; body: string }> = [];
+let server: Server;
+let url: string;
+
+beforeAll(async () => {
+  server = createServer((req, res) => {
+    let body = '';
+    req.on('data', (chunk) => {
+      body += chunk;
+    });
+    req.on('end', () => {
+      seen.push({ method: req.method ?? '', url: req.url ?? '', key: req.headers['idempotency-key'] as string, body });
+      const reply = script(req, body);
+      if (reply.hang) return; // never answers
+      res.writeHead(reply.status, { 'content-type': 'application/json', ...reply.headers });
+      res.end(typeof reply.body === 'string' ? reply.body : JSON.stringify(reply.body ?? {}));
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  url = `http://127.0.0.1:${(server.address() as { port: number }).port}`;
+});
+afterAll(async () => {
+  server.closeAllConnections();
+  await new Promise((resolve) => server.close(resolve));
+});
+beforeEach(() => {
+  seen.length = 0;
+});
+
+const account = privateKeyToAccount(generatePrivateKey());
+const PAYER = account.address.toLowerCase();
+const PAY_TO = '0x5aaeb6053f3e94c9b9a09f33669435e7ef1beaed';
+const requirements = {
+  scheme: 'exact',
+  network: 'eip155:8453',
+  asset: '0x833589fcd6edb6e08f4c7c32d4f71b54bda02913',
+  amount: '10000',
+  payTo: PAY_TO,
+  maxTimeoutSeconds: 60,
+  extra: { name: 'USD Coin', version: '2' },
+};
+const authorization = {
+  from: PAYER,
+  to: PAY_TO,
+  value: '10000',
+  validAfter: '0',
+  validBefore: '4000000000',
+  nonce: `0x${'01'.repeat(32)}` as const,
+};
+/** An EIP-3009 authorization as the x402 `exact` client signs it. */
+const signAs = (signer: typeof account) =>
+  signer.signTypedData({
+    domain: { name: 'USD Coin', version: '2', chainId: 8453, verifyingContract: getAddress(requirements.asset) },
+    types: authorizationTypes,
+    primaryType: 'TransferWithAuthorization',
+    message: {
+      ...authorization,
+      from: getAddress(authorization.from),
+      to: getAddress(authorization.to),
+      value: 10000n,
+      validAfter: 0n,
+      validBefore: 4000000000n,
+    },
+  });
+const paymentSignedBy = async (signer: typeof account) => ({
+  paymentPayload: {
+    x402Version: 2,
+    accepted: requirements,
+    payload: { authorization, signature: await signAs(signer) },
+  },
+  requirements,
+});
+const ctx = await paymentSignedBy(account);
+const hold = {
+  authorizationId: '9',
+  agent: PAYER,
+  asset: 'a',
+  amount: '10000',
+  captured: '0',
+  status: 'held',
+  expiresAt: 1,
+};
+const allow = { decisionId: '5', decision: 'allow', reasons: [], authorization: hold, approvalId: null };
+const ok = (data: unknown, headers?: Record<string, string>): Reply => ({
+  status: 200,
+  body: { success: true, data },
+  ...(headers && { headers }),
+});
+const fail = (status: number, code: string, details?: unknown): Reply => ({
+  status,
+  body: { success: false, error: { code, message: code.toLowerCase(), details, requestId: 'r' } },
+});
+
+function recordingLogger() {
+  const lines: Array<{ level: string; message: string }> = [];
+  const logger: Logger = {
+    info: (_o, message) => lines.push({ level: 'info', message }),
+    warn: (_o, message) => lines.push({ level: 'warn', message }),
+    error: (_o, message) => lines.push({ level: 'error', message }),
+  };
+  return { lines, logger };
+}
+
+describe('VouchClient', () => {
+  it('tells an outage (no answer in time, 5xx, 429, a decision in progress) from a refusal', async () => {
+    const client = new VouchClient({ url, timeoutMs: 200 });
+    const body = { agent: PAYER } as never;
+    script = () => ({ status: 0, hang: true });
+    const started = performance.now();
+    await expect(client.decide(body, 'k')).rejects.toBeInstanceOf(VouchUnavailableError);
+    expect(performance.now() - started).toBeLessThan(2_000);
+    for (const reply of [
+      fail(503, 'SERVICE_UNAVAILABLE'),
+      fail(429, 'RATE_LIMITED'),
+      fail(409, 'IDEMPOTENCY_IN_PROGRESS'),
+    ]) {
+      script = () => reply;
+      await expect(client.decide(body, 'k')).rejects.toBeInstanceOf(VouchUnavailableError);
+    }
+    script = () => ({ status: 502, body: '<html>bad gateway</html>' });
+    await expect(client.decide(body, 'k')).rejects.toBeInstanceOf(VouchUnavailableError);
+    script = () => fail(401, 'UNAUTHORIZED');
+    await expect(client.decide(body, 'k')).rejects.toMatchObject({ status: 401, code: 'UNAUTHORIZED' });
+    script = () => ok({ unexpected: true });
+    await expect(client.decide(body, 'k')).rejects.toBeInstanceOf(VouchRequestError);
+  });
+
+  it('cannot reach a closed port: unavailable', async () => {
+    const client = new VouchClient({ url: 'http://127.0.0.1:1', timeoutMs: 500 });
+    await expect(client.screen(PAYER)).rejects.toBeInstanceOf(VouchUnavailableError);
+  });
+});
+
+describe('the hooks', () => {
+  it('fail closed by default when Vouch does not answer, and open when told to, logging it as an error', async () => {
+    script = () => ({ status: 0, hang: true });
+    const closed = createVouchHooks({ url, timeoutMs: 100, logger: recordingLogger().logger });
+    expect(await closed.onBeforeVerify(ctx)).toMatchObject({ abort: true, reason: 'vouch_unavailable' });
+
+    const { lines, logger } = recordingLogger();
+    const open = createVouchHooks({ url, timeoutMs: 100, failMode: 'open', logger });
+    expect(await open.onBeforeVerify(ctx)).toBeUndefined();
+    expect(lines).toEqual([{ level: 'error', message: expect.stringMatching(/^FAIL-OPEN: Vouch is unavailable/) }]);
+  });
+
+  it('aborts on a refusal that is not an outage, even when failing open', async () => {
+    script = () => fail(403, 'FORBIDDEN', { required: 'spend', scopes: ['read'] });
+    const hooks = createVouchHooks({ url, failMode: 'open', logger: recordingLogger().logger });
+    expect(await hooks.onBeforeSettle(ctx)).toMatchObject({ abort: true, reason: 'vouch_error:FORBIDDEN' });
+  });
+
+  it('asks Vouch about signed payments only: a payload naming a payer that did not sign it is refused', async () => {
+    const hooks = createVouchHooks({ url, logger: recordingLogger().logger });
+    const forged = await paymentSignedBy(privateKeyToAccount(generatePrivateKey()));
+    expect(await hooks.onBeforeVerify(forged)).toMatchObject({ abort: true, reason: 'vouch_unsigned_payment' });
+    const unsigned = { ...ctx, paymentPayload: { ...ctx.paymentPayload, payload: { authorization } } };
+    expect(await hooks.onBeforeSettle(unsigned)).toMatchObject({ abort: true, reason: 'vouch_unsigned_payment' });
+    expect(seen).toEqual([]);
+  });
+
+  it('refuses a payment it cannot judge without asking Vouch', async () => {
+    const hooks = createVouchHooks({ url, logger: recordingLogger().logger });
+    const solana = { ...ctx, requirements: { ...requirements, network: 'solana:mainnet' } };
+    expect(await hooks.onBeforeVerify(solana)).toMatchObject({ abort: true, reason: 'vouch_unsupported_payment' });
+    expect(seen).toEqual([]);
+  });
+
+  it('asks for the hold as it is now when the decision is a replay', async () => {
+    script = (req) =>
+      req.url === '/api/decisions' ? ok(allow, { 'idempotency-replayed': 'true' }) : ok({ ...hold, status: 'expired' });
+    const hooks = createVouchHooks({ url, logger: recordingLogger().logger });
+    expect(await hooks.onBeforeSettle(ctx)).toMatchObject({ abort: true, reason: 'vouch_hold_expired' });
+    expect(seen.map((s) => `${s.method} ${s.url}`)).toEqual([
+      'POST /api/decisions',
+      `GET /api/budgets/${PAYER}/authorizations/9`,
+    ]);
+  });
+
+  it('after settlement: captures the settled amount and records, every call under the payment’s key', async () => {
+    script = (req) => {
+      if (req.url === '/api/decisions') return ok(allow);
+      if (req.url?.endsWith('/capture')) return ok({ authorization: { ...hold, status: 'captured' }, spendId: '4' });
+      return fail(403, 'FORBIDDEN'); // the record: the payer belongs to another organization
+    };
+    const { lines, logger } = recordingLogger();
+    const hooks = createVouchHooks({ url, logger });
+    await hooks.onAfterSettle({
+      ...ctx,
+      result: { success: true, transaction: `0x${'ab'.repeat(32)}`, amount: '7000' },
+    });
+    expect(seen.map((s) => [s.url, s.key])).toEqual([
+      ['/api/decisions', `x402:eip155:8453:${PAYER}:nonce:0x${'01'.repeat(32)}`],
+      [`/api/budgets/${PAYER}/authorizations/9/capture`, `x402:eip155:8453:${PAYER}:nonce:0x${'01'.repeat(32)}`],
+      ['/api/transactions/record', `x402:eip155:8453:${PAYER}:nonce:0x${'01'.repeat(32)}`],
+    ]);
+    expect(JSON.parse(seen[1]?.body ?? '')).toEqual({ amount: '7000' });
+    expect(lines.map((l) => l.message)).toContain(
+      'not recorded: the payer is registered by another Vouch organization, and recording is its owner’s write',
+    );
+  });
+
+  it('keeps the hold when a settlement’s outcome is unknown, voids it when nothing moved', async () => {
+    script = (req) => (req.url === '/api/decisions' ? ok(allow) : ok({ ...hold, status: 'voided' }));
+    const hooks = createVouchHooks({ url, logger: recordingLogger().logger });
+    await hooks.onSettleFailure({ ...ctx, error: new Error('facilitator timed out') });
+    expect(seen).toEqual([]);
+    const refused = Object.assign(new Error('invalid'), { name: 'SettleError', errorReason: 'insufficient_funds' });
+    await hooks.onSettleFailure({ ...ctx, error: refused });
+    expect(seen.map((s) => s.url)).toEqual(['/api/decisions', `/api/budgets/${PAYER}/authorizations/9/void`]);
+  });
+});

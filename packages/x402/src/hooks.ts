@@ -1,0 +1,330 @@
+import type { x402Facilitator } from '@x402/core/facilitator';
+import type { x402ResourceServer } from '@x402/core/server';
+import { VouchClient, type VouchClientOptions, VouchRequestError, VouchUnavailableError } from './client.ts';
+import {
+  type DecisionLike,
+  decisionRequest,
+  describePayment,
+  type PaymentFacts,
+  type PaymentPayloadLike,
+  type RequirementsLike,
+  type ReviewMode,
+  releasesHold,
+  settledAmountOf,
+  verdictOf,
+} from './mapping.ts';
+import { signedByPayer } from './signature.ts';
+
+/** pino-compatible: object first, message second. */
+export interface Logger {
+  info(object: Record<string, unknown>, message: string): void;
+  warn(object: Record<string, unknown>, message: string): void;
+  error(object: Record<string, unknown>, message: string): void;
+}
+
+export interface VouchHooksOptions extends VouchClientOptions {
+  /** A `review` aborts the payment (default), or lets it through with its approval left pending (docs/x402.md). */
+  onReview?: ReviewMode;
+  /**
+   * When Vouch does not answer (timeout, network, 5xx): `closed` aborts the payment (default);
+   * `open` lets it through and logs an error for every payment that went unchecked.
+   */
+  failMode?: 'closed' | 'open';
+  /** Record each settled payment as a transaction of the payer (default true; needs a `score` key). */
+  record?: boolean;
+  /** Stored as the decision's `category` (a policy can match it with `categoryIn`). */
+  category?: string;
+  logger?: Logger;
+}
+
+/** The part of the x402 hook contexts the hooks read: resource server and facilitator contexts both have it. */
+export interface PaymentContext {
+  readonly paymentPayload: PaymentPayloadLike;
+  readonly requirements: RequirementsLike;
+}
+type SettleResultLike = {
+  readonly success: boolean;
+  readonly transaction: string;
+  readonly amount?: string;
+  readonly errorReason?: string;
+};
+
+export type Abort = { abort: true; reason: string; message: string };
+
+const TX_HASH = /^0x[0-9a-fA-F]{64}$/;
+
+const consoleLogger: Logger = {
+  info: (object, message) => console.info(`[vouch-x402] ${message}`, object),
+  warn: (object, message) => console.warn(`[vouch-x402] ${message}`, object),
+  error: (object, message) => console.error(`[vouch-x402] ${message}`, object),
+};
+
+/**
+ * The failure a settlement reported (a `SettleError` from the facilitator carries its reason), or
+ * null when the settlement threw something else — a timeout or a lost connection, whose outcome
+ * is not known.
+ */
+function reportedFailure(error: unknown): { errorReason?: string } | null {
+  if (error instanceof Error && error.name === 'SettleError') {
+    const reason = (error as Error & { errorReason?: unknown }).errorReason;
+    return typeof reason === 'string' ? { errorReason: reason } : null;
+  }
+  return null;
+}
+
+/**
+ * Hooks that put Vouch in front of x402 payments, for `x402ResourceServer` (@x402/core/server) or
+ * `x402Facilitator` (@x402/core/facilitator):
+ *
+ * - `onBeforeVerify` / `onBeforeSettle`: `POST /api/decisions` for the payer (screening payTo) with
+ *   `hold: true`; a deny, a review (by default), a hold no longer held or an unreachable Vouch (by
+ *   default) aborts with the reason.
+ * - `onAfterVerify` (a payment the facilitator found invalid), `onVerifyFailure`, `onSettleFailure`
+ *   and `onVerifiedPaymentCanceled` (the resource's handler failed): the hold is voided.
+ * - `onAfterSettle`: the hold is captured for the settled amount (less than held for `upto`; the
+ *   rest is released) and the transaction recorded.
+ *
+ * Every call for one payment carries the same `Idempotency-Key`, so a retried payment decides and
+ * holds once, and captures once. No hook throws: the x402 packages would only log it.
+ */
+export function createVouchHooks(options: VouchHooksOptions) {
+  const client = new VouchClient(options);
+  const log = options.logger ?? consoleLogger;
+  const failOpen = options.failMode === 'open';
+  const record = options.record ?? true;
+
+  const describe = (ctx: PaymentContext) => describePayment(ctx.paymentPayload, ctx.requirements);
+  const request = (payment: PaymentFacts) =>
+    decisionRequest(payment, options.category ? { category: options.category } : {});
+  const facts = (payment: PaymentFacts) => ({
+    payer: payment.payer,
+    payTo: payment.payTo,
+    amount: payment.amount,
+    asset: payment.asset,
+    scheme: payment.scheme,
+    idempotencyKey: payment.idempotencyKey,
+  });
+
+  /** The decision (stored, or made now) and its hold as it is now. */
+  async function decisionOf(payment: PaymentFacts): Promise<DecisionLike> {
+    const { data, replayed } = await client.decide(request(payment), payment.idempotencyKey);
+    // A replayed answer shows the hold as it was then: ask for it as it is now.
+    if (replayed && data.authorization) {
+      const hold = await client.authorization(payment.payer, data.authorization.authorizationId);
+      return { ...data, authorization: hold };
+    }
+    return data;
+  }
+
+  /** Before verification and before settlement: may this payment go on? */
+  async function gate(ctx: PaymentContext, phase: string): Promise<Abort | undefined> {
+    const described = describe(ctx);
+    if (!described.ok) {
+      log.warn({ phase, reason: described.reason }, `payment refused: ${described.message}`);
+      return { abort: true, reason: described.reason, message: described.message };
+    }
+    const payment = described.payment;
+    // The payer is only a claim until its signature is checked: Vouch is asked about signed payments only.
+    if ((await signedByPayer(ctx.paymentPayload, ctx.requirements)) === false) {
+      const message = `the payload is not signed by the payer it names (${payment.payer})`;
+      log.warn({ phase, ...facts(payment) }, `payment refused: ${message}`);
+      return { abort: true, reason: 'vouch_unsigned_payment', message };
+    }
+    try {
+      const decision = await decisionOf(payment);
+      const verdict = verdictOf(decision, options.onReview);
+      if (!verdict.proceed) {
+        log.warn(
+          { phase, ...facts(payment), decisionId: decision.decisionId, reason: verdict.reason },
+          verdict.message,
+        );
+        return { abort: true, reason: verdict.reason, message: verdict.message };
+      }
+      if (decision.decision === 'review')
+        log.warn(
+          { phase, ...facts(payment), decisionId: decision.decisionId, approvalId: decision.approvalId },
+          'Vouch asked for review; the payment goes on (onReview: allow) and nothing is captured for it',
+        );
+      return undefined;
+    } catch (error) {
+      if (error instanceof VouchUnavailableError && failOpen) {
+        log.error(
+          { phase, ...facts(payment), err: error.message },
+          'FAIL-OPEN: Vouch is unavailable; the payment goes on UNCHECKED (no decision, no hold)',
+        );
+        return undefined;
+      }
+      const reason =
+        error instanceof VouchUnavailableError
+          ? 'vouch_unavailable'
+          : `vouch_error:${error instanceof VouchRequestError ? error.code : 'UNEXPECTED'}`;
+      const message = error instanceof Error ? error.message : String(error);
+      log.error({ phase, ...facts(payment), reason, err: message }, 'payment refused: Vouch could not decide');
+      return { abort: true, reason, message };
+    }
+  }
+
+  /** Releases the payment's hold, if it has one that is still held. */
+  async function release(ctx: PaymentContext, why: string): Promise<void> {
+    const described = describe(ctx);
+    if (!described.ok) return;
+    const payment = described.payment;
+    try {
+      const decision = await decisionOf(payment);
+      const hold = decision.authorization;
+      if (hold?.status !== 'held') return;
+      await client.void(payment.payer, hold.authorizationId, payment.idempotencyKey);
+      log.info({ ...facts(payment), authorizationId: hold.authorizationId, why }, 'hold voided');
+    } catch (error) {
+      // Not voided: the hold stays reserved until it expires (it cannot be captured after that).
+      log.error(
+        { ...facts(payment), why, err: error instanceof Error ? error.message : String(error) },
+        'could not void the hold; it is released when it expires',
+      );
+    }
+  }
+
+  /** After a settlement that moved money: capture the hold, record the transaction. */
+  async function settled(ctx: PaymentContext & { result: SettleResultLike }): Promise<void> {
+    const described = describe(ctx);
+    if (!described.ok) return;
+    const payment = described.payment;
+    const amount = settledAmountOf(ctx.result, ctx.requirements);
+    const base = { ...facts(payment), settled: amount?.toString(), transaction: ctx.result.transaction };
+    if (amount === null) {
+      log.error(base, 'settled amount unreadable: nothing captured or recorded');
+      return;
+    }
+    try {
+      const decision = await decisionOf(payment);
+      const hold = decision.authorization;
+      if (!hold) {
+        log.error(
+          { ...base, decisionId: decision.decisionId, decision: decision.decision },
+          'settled without a Vouch hold: the payment is not in the budget',
+        );
+      } else if (hold.status !== 'held') {
+        if (hold.status !== 'captured')
+          log.error(
+            { ...base, authorizationId: hold.authorizationId, status: hold.status },
+            'settled, but the hold is no longer held',
+          );
+      } else if (amount === 0n) {
+        await client.void(payment.payer, hold.authorizationId, payment.idempotencyKey);
+        log.info({ ...base, authorizationId: hold.authorizationId }, 'settled nothing: hold voided');
+      } else {
+        const { data } = await client.capture(payment.payer, hold.authorizationId, amount, payment.idempotencyKey);
+        log.info({ ...base, authorizationId: hold.authorizationId, spendId: data.spendId }, 'hold captured');
+      }
+    } catch (error) {
+      log.error(
+        { ...base, err: error instanceof Error ? error.message : String(error) },
+        'settled, but the hold could not be captured: the budget does not show this payment',
+      );
+    }
+    if (record && amount > 0n) await recordTransaction(payment, amount, ctx.result.transaction, base);
+  }
+
+  async function recordTransaction(
+    payment: PaymentFacts,
+    amount: bigint,
+    txHash: string,
+    base: Record<string, unknown>,
+  ): Promise<void> {
+    if (!TX_HASH.test(txHash)) {
+      log.warn(base, 'not recorded: the settlement named no transaction hash');
+      return;
+    }
+    try {
+      const { data } = await client.record(
+        {
+          agent: payment.payer,
+          txHash: txHash.toLowerCase(),
+          amount: amount.toString(),
+          type: 0,
+          counterparty: payment.payTo,
+        },
+        payment.idempotencyKey,
+      );
+      log.info({ ...base, chainStatus: data.chainStatus }, 'transaction recorded');
+    } catch (error) {
+      if (error instanceof VouchRequestError && error.status === 403) {
+        const missingScope = typeof error.details === 'object' && error.details !== null && 'required' in error.details;
+        log.info(
+          base,
+          missingScope
+            ? 'not recorded: the key has no `score` scope (recordApiKey)'
+            : 'not recorded: the payer is registered by another Vouch organization, and recording is its owner’s write',
+        );
+        return;
+      }
+      log.error({ ...base, err: error instanceof Error ? error.message : String(error) }, 'transaction not recorded');
+    }
+  }
+
+  return {
+    client,
+    onBeforeVerify: (ctx: PaymentContext) => gate(ctx, 'verify'),
+    onAfterVerify: async (ctx: PaymentContext & { result: { readonly isValid: boolean } }) => {
+      if (!ctx.result.isValid) await release(ctx, 'verification failed');
+      return undefined;
+    },
+    onVerifyFailure: async (ctx: PaymentContext) => {
+      await release(ctx, 'verification failed');
+      return undefined;
+    },
+    onBeforeSettle: (ctx: PaymentContext) => gate(ctx, 'settle'),
+    onAfterSettle: async (ctx: PaymentContext & { result: SettleResultLike }) => {
+      // A facilitator hands failed settlements to its after-settle hooks too.
+      if (ctx.result.success) await settled(ctx);
+      else if (releasesHold(ctx.result)) await release(ctx, `settlement failed: ${ctx.result.errorReason}`);
+    },
+    onSettleFailure: async (ctx: PaymentContext & { error: unknown }) => {
+      const failure = reportedFailure(ctx.error);
+      if (releasesHold(failure)) await release(ctx, `settlement failed: ${failure?.errorReason}`);
+      else
+        log.warn(
+          { err: ctx.error instanceof Error ? ctx.error.message : String(ctx.error) },
+          'settlement outcome unknown: the hold is kept until it expires',
+        );
+      return undefined;
+    },
+    onVerifiedPaymentCanceled: async (ctx: PaymentContext & { reason: string }) => {
+      await release(ctx, `the resource was not served (${ctx.reason})`);
+    },
+  };
+}
+
+export type VouchHooks = ReturnType<typeof createVouchHooks>;
+
+/** Registers the hooks on an `x402ResourceServer` (@x402/core/server); returns them (their `client` included). */
+export function registerVouchHooks(server: x402ResourceServer, options: VouchHooksOptions): VouchHooks {
+  const hooks = createVouchHooks(options);
+  server
+    .onBeforeVerify(hooks.onBeforeVerify)
+    .onAfterVerify(hooks.onAfterVerify)
+    .onVerifyFailure(hooks.onVerifyFailure)
+    .onBeforeSettle(hooks.onBeforeSettle)
+    .onAfterSettle(hooks.onAfterSettle)
+    .onSettleFailure(hooks.onSettleFailure)
+    .onVerifiedPaymentCanceled(hooks.onVerifiedPaymentCanceled);
+  return hooks;
+}
+
+/**
+ * Registers the hooks on an `x402Facilitator` (@x402/core/facilitator). A facilitator does not
+ * see the resource's handler: a payment verified but never settled keeps its hold until it expires.
+ */
+export function registerVouchFacilitatorHooks(facilitator: x402Facilitator, options: VouchHooksOptions): VouchHooks {
+  const hooks = createVouchHooks(options);
+  facilitator
+    .onBeforeVerify(hooks.onBeforeVerify)
+    .onAfterVerify(async (ctx) => {
+      await hooks.onAfterVerify(ctx);
+    })
+    .onVerifyFailure(hooks.onVerifyFailure)
+    .onBeforeSettle(hooks.onBeforeSettle)
+    .onAfterSettle(hooks.onAfterSettle)
+    .onSettleFailure(hooks.onSettleFailure);
+  return hooks;
+}

@@ -1,0 +1,5 @@
+export * from './client.ts';
+export * from './client-hook.ts';
+export * from './hooks.ts';
+export * from './mapping.ts';
+export * from './signature.ts';

@@ -1,0 +1,232 @@
+import { describe, expect, it } from 'vitest';
+import {
+  caip19,
+  type DecisionLike,
+  decisionRequest,
+  describePayment,
+  evmChainId,
+  HOLD_MARGIN_SECONDS,
+  idempotencyKeyOf,
+  nonceOf,
+  type PaymentPayloadLike,
+  payerOf,
+  paymentIdentifierOf,
+  type RequirementsLike,
+  releasesHold,
+  settledAmountOf,
+  verdictOf,
+} from './mapping.ts';
+
+const TOKEN = '0x036CbD53842c5426634e7929541eC2318f3dCF7e';
+const PAYER = '0x52908400098527886E0F7030069857D2E4169EE7';
+const PAY_TO = '0x5aAeb6053F3E94C9b9A09f33669435E7Ef1BeAed';
+const NONCE = `0x${'ab'.repeat(32)}`;
+
+const requirements: RequirementsLike = {
+  scheme: 'exact',
+  network: 'eip155:84532',
+  asset: TOKEN,
+  amount: '10000',
+  payTo: PAY_TO,
+  maxTimeoutSeconds: 120,
+};
+
+function eip3009(overrides: Partial<PaymentPayloadLike> = {}): PaymentPayloadLike {
+  return {
+    x402Version: 2,
+    accepted: requirements,
+    resource: { url: 'http://127.0.0.1:4021/weather' },
+    payload: {
+      signature: '0x00',
+      authorization: { from: PAYER, to: PAY_TO, value: '10000', validAfter: '0', validBefore: '9', nonce: NONCE },
+    },
+    ...overrides,
+  };
+}
+
+const permit2 = (from: string, nonce: string): PaymentPayloadLike => ({
+  x402Version: 2,
+  accepted: { ...requirements, scheme: 'upto', amount: '50000' },
+  payload: { signature: '0x00', permit2Authorization: { from, nonce, spender: PAY_TO } },
+});
+
+describe('assets and networks', () => {
+  it('reads the chain id of an eip155 network only', () => {
+    expect(evmChainId('eip155:8453')).toBe(8453);
+    expect(evmChainId('eip155:*')).toBeNull();
+    expect(evmChainId('eip155:0')).toBeNull();
+    expect(evmChainId('solana:5eykt4UsFv8P8NJdTREpY1vzqKqZKvdp')).toBeNull();
+  });
+
+  it('names an ERC-20 as a CAIP-19 id, lowercase, as Vouch budgets compare them', () => {
+    expect(caip19('eip155:84532', TOKEN)).toBe(`eip155:84532/erc20:${TOKEN.toLowerCase()}`);
+    expect(caip19('eip155:84532', 'USDC')).toBeNull();
+    expect(caip19('solana:mainnet', TOKEN)).toBeNull();
+  });
+});
+
+describe('the payer, the nonce and the payment identifier', () => {
+  it('reads the payer and nonce of an EIP-3009 authorization and of a Permit2 one', () => {
+    expect(payerOf(eip3009())).toBe(PAYER.toLowerCase());
+    expect(nonceOf(eip3009())).toBe(NONCE);
+    expect(payerOf(permit2(PAYER, '123456789'))).toBe(PAYER.toLowerCase());
+    expect(nonceOf(permit2(PAYER, '123456789'))).toBe('123456789');
+  });
+
+  it('finds nothing in a payload of another shape', () => {
+    const other = eip3009({ payload: { transaction: 'AQID' } });
+    expect(payerOf(other)).toBeNull();
+    expect(nonceOf(other)).toBeNull();
+    expect(payerOf(permit2('not-an-address', '1'))).toBeNull();
+    expect(nonceOf(permit2(PAYER, '-1'))).toBeNull();
+  });
+
+  it('takes the payment-identifier extension’s id only when it is a valid one', () => {
+    const withId = (id: unknown) =>
+      eip3009({ extensions: { 'payment-identifier': { info: { required: false, id } } } });
+    expect(paymentIdentifierOf(withId('pay_0123456789abcdef'))).toBe('pay_0123456789abcdef');
+    expect(paymentIdentifierOf(withId('short'))).toBeNull();
+    expect(paymentIdentifierOf(withId('has spaces in it, 16+ chars'))).toBeNull();
+    expect(paymentIdentifierOf(withId(42))).toBeNull();
+    expect(paymentIdentifierOf(eip3009())).toBeNull();
+  });
+
+  it('keys every Vouch call of a payment by its identifier, else its nonce, scoped to network and payer', () => {
+    const payer = PAYER.toLowerCase();
+    expect(idempotencyKeyOf('eip155:8453', payer, 'pay_0123456789abcdef', NONCE)).toBe(
+      `x402:eip155:8453:${payer}:id:pay_0123456789abcdef`,
+    );
+    expect(idempotencyKeyOf('eip155:8453', payer, null, NONCE)).toBe(`x402:eip155:8453:${payer}:nonce:${NONCE}`);
+    // Vouch accepts 1–255 printable ASCII characters.
+    const longest = idempotencyKeyOf('eip155:999999999999999999', payer, 'x'.repeat(128), NONCE);
+    expect(longest.length).toBeLessThanOrEqual(255);
+    expect(longest).toMatch(/^[\x21-\x7e]+$/);
+  });
+});
+
+describe('describePayment', () => {
+  it('maps a payment: payer = agent, payTo = counterparty, signed amount in atomic units, CAIP-19 asset', () => {
+    const described = describePayment(eip3009(), requirements);
+    expect(described).toEqual({
+      ok: true,
+      payment: {
+        payer: PAYER.toLowerCase(),
+        payTo: PAY_TO.toLowerCase(),
+        amount: '10000',
+        asset: `eip155:84532/erc20:${TOKEN.toLowerCase()}`,
+        scheme: 'exact',
+        network: 'eip155:84532',
+        idempotencyKey: `x402:eip155:84532:${PAYER.toLowerCase()}:nonce:${NONCE}`,
+        holdSeconds: 120 + HOLD_MARGIN_SECONDS,
+        resource: 'http://127.0.0.1:4021/weather',
+      },
+    });
+  });
+
+  it('holds the maximum of an upto payment, whatever the settlement will ask for', () => {
+    const settleRequirements = { ...requirements, scheme: 'upto', amount: '1234' };
+    const described = describePayment(permit2(PAYER, '7'), settleRequirements);
+    expect(described.ok && described.payment.amount).toBe('50000');
+  });
+
+  it('refuses what Vouch cannot judge, saying why', () => {
+    const refused = (payload: PaymentPayloadLike, reqs = requirements) => {
+      const d = describePayment(payload, reqs);
+      return d.ok ? null : d.message;
+    };
+    expect(refused(eip3009({ x402Version: 1 }))).toMatch(/v2/);
+    expect(refused(eip3009(), { ...requirements, network: 'solana:mainnet' })).toMatch(/EVM/);
+    expect(refused(eip3009(), { ...requirements, payTo: 'GxYz' })).toMatch(/payTo/);
+    expect(refused(eip3009({ payload: {} }))).toMatch(/payer/);
+    expect(refused(eip3009({ accepted: { ...requirements, amount: '0' } }))).toMatch(/positive/);
+    expect(refused(eip3009({ accepted: { ...requirements, amount: '1e6' } }))).toMatch(/positive/);
+    expect(refused(eip3009({ accepted: { ...requirements, amount: (2n ** 256n).toString() } }))).toMatch(/positive/);
+  });
+
+  it('keeps a hold no longer than Vouch allows', () => {
+    const d = describePayment(eip3009(), { ...requirements, maxTimeoutSeconds: 10 ** 9 });
+    expect(d.ok && d.payment.holdSeconds).toBe(30 * 86_400);
+  });
+});
+
+describe('decisionRequest', () => {
+  it('asks for a decision with a hold, the same body in every hook of the payment', () => {
+    const d = describePayment(eip3009(), requirements);
+    if (!d.ok) throw new Error(d.message);
+    expect(decisionRequest(d.payment, { category: 'api' })).toEqual({
+      agent: PAYER.toLowerCase(),
+      amount: '10000',
+      asset: `eip155:84532/erc20:${TOKEN.toLowerCase()}`,
+      counterparty: PAY_TO.toLowerCase(),
+      category: 'api',
+      context: { x402: { scheme: 'exact', network: 'eip155:84532', resource: 'http://127.0.0.1:4021/weather' } },
+      hold: true,
+      expiresIn: 180,
+    });
+  });
+});
+
+describe('verdictOf', () => {
+  const decision = (overrides: Partial<DecisionLike>): DecisionLike => ({
+    decisionId: '7',
+    decision: 'allow',
+    reasons: [{ code: 'NO_POLICY', detail: 'no policy applies' }],
+    authorization: { authorizationId: '3', status: 'held' },
+    approvalId: null,
+    ...overrides,
+  });
+
+  it('lets an allow go on with its hold', () => {
+    expect(verdictOf(decision({}))).toEqual({ proceed: true, authorizationId: '3' });
+  });
+
+  it('aborts a deny with the reasons that denied', () => {
+    const v = verdictOf(
+      decision({
+        decision: 'deny',
+        authorization: null,
+        reasons: [
+          { code: 'DAILY_LIMIT', detail: 'over the daily limit' },
+          { code: 'COUNTERPARTY_SANCTIONED', detail: 'on the list' },
+          { code: 'NO_POLICY', detail: 'no policy applies' },
+        ],
+      }),
+    );
+    expect(v).toMatchObject({ proceed: false, reason: 'vouch_deny:DAILY_LIMIT,COUNTERPARTY_SANCTIONED' });
+    expect(v.proceed || v.message).toMatch(/decision 7: deny — DAILY_LIMIT: over the daily limit/);
+  });
+
+  it('aborts a review unless configured to let it through', () => {
+    const review = decision({
+      decision: 'review',
+      reasons: [{ code: 'POLICY_REVIEW', detail: 'rule big' }],
+      authorization: { authorizationId: '3', status: 'pending_approval' },
+      approvalId: '11',
+    });
+    expect(verdictOf(review)).toMatchObject({ proceed: false, reason: 'vouch_review:POLICY_REVIEW' });
+    expect(verdictOf(review, 'allow')).toEqual({ proceed: true, authorizationId: null });
+  });
+
+  it('aborts a payment whose hold was already captured, voided or expired (a retry of a finished payment)', () => {
+    for (const status of ['captured', 'voided', 'expired'])
+      expect(verdictOf(decision({ authorization: { authorizationId: '3', status } }))).toMatchObject({
+        proceed: false,
+        reason: `vouch_hold_${status}`,
+      });
+  });
+});
+
+describe('after settlement', () => {
+  it('captures what was settled: the facilitator’s amount, else the settled requirements’', () => {
+    expect(settledAmountOf({ amount: '1234' }, { amount: '50000' })).toBe(1234n);
+    expect(settledAmountOf({}, { amount: '10000' })).toBe(10000n);
+    expect(settledAmountOf({ amount: 'lots' }, { amount: '1' })).toBeNull();
+  });
+
+  it('voids the hold only when a failed settlement surely moved no money', () => {
+    expect(releasesHold({ errorReason: 'invalid_exact_evm_insufficient_balance' })).toBe(true);
+    expect(releasesHold({ errorReason: 'settlement_pending' })).toBe(false);
+    expect(releasesHold({ errorReason: 'invalid_exact_evm_nonce_already_used' })).toBe(false);
+    expect(releasesHold(null)).toBe(false);
+  });
+});

@@ -1,0 +1,262 @@
+/**
+ * How an x402 payment maps onto Vouch (docs/x402.md): pure functions, no I/O. The payer is the
+ * agent Vouch decides about, `payTo` the counterparty it screens, the amount is in the asset's
+ * atomic units and the asset a CAIP-19 id; one idempotency key per payment makes every Vouch
+ * call for it safe to repeat.
+ */
+
+/** What the hooks read of an x402 v2 payment payload (a structural subset of `PaymentPayload`). */
+export interface PaymentPayloadLike {
+  readonly x402Version: number;
+  readonly accepted?: RequirementsLike;
+  readonly payload: Readonly<Record<string, unknown>>;
+  readonly extensions?: Readonly<Record<string, unknown>>;
+  readonly resource?: { readonly url?: string };
+}
+
+/** What the hooks read of x402 payment requirements (a structural subset of `PaymentRequirements`). */
+export interface RequirementsLike {
+  readonly scheme: string;
+  readonly network: string;
+  readonly asset: string;
+  readonly amount: string;
+  readonly payTo: string;
+  readonly maxTimeoutSeconds: number;
+  /** The token's EIP-712 domain (`name`, `version`) for EIP-3009. */
+  readonly extra?: Readonly<Record<string, unknown>>;
+}
+
+/** The payment as Vouch sees it. */
+export interface PaymentFacts {
+  /** The agent that pays (lowercase address): the decision's `agent`. */
+  payer: string;
+  /** Who is paid (lowercase address): the decision's `counterparty`, screened. */
+  payTo: string;
+  /** What the payer signed for, in the asset's atomic units: the whole price (`exact`) or the maximum (`upto`). */
+  amount: string;
+  /** CAIP-19: `eip155:<chainId>/erc20:<token>`. */
+  asset: string;
+  scheme: string;
+  network: string;
+  /** The `Idempotency-Key` of every Vouch call for this payment. */
+  idempotencyKey: string;
+  /** How long the hold lives: as long as the signed authorization can still settle, plus a minute. */
+  holdSeconds: number;
+  /** The paid resource's URL, stored with the decision. */
+  resource: string | null;
+}
+
+export type Described = { ok: true; payment: PaymentFacts } | { ok: false; reason: string; message: string };
+
+const ADDRESS = /^0x[0-9a-fA-F]{40}$/;
+const UINT = /^(0|[1-9]\d{0,77})$/;
+const EIP155 = /^eip155:([1-9]\d{0,17})$/;
+/** The payment-identifier extension's id: 16–128 of `[A-Za-z0-9_-]` (as @x402/extensions validates it). */
+const PAYMENT_ID = /^[A-Za-z0-9_-]{16,128}$/;
+const MAX_UINT256 = 2n ** 256n - 1n;
+/** Vouch's longest hold (docs/api.md "Holds"). */
+const MAX_HOLD_SECONDS = 30 * 86_400;
+/** Slack after the authorization's own deadline, for a settlement already on its way to the chain. */
+export const HOLD_MARGIN_SECONDS = 60;
+
+const isRecord = (value: unknown): value is Record<string, unknown> =>
+  typeof value === 'object' && value !== null && !Array.isArray(value);
+
+/** `eip155:8453` → 8453; anything else (another chain family, a malformed id) → null. */
+export function evmChainId(network: string): number | null {
+  const match = EIP155.exec(network);
+  return match ? Number(match[1]) : null;
+}
+
+/** The CAIP-19 id of an ERC-20 on an EVM network (lowercase), or null when either is not one. */
+export function caip19(network: string, asset: string): string | null {
+  const chainId = evmChainId(network);
+  if (chainId === null || !ADDRESS.test(asset)) return null;
+  return `eip155:${chainId}/erc20:${asset.toLowerCase()}`;
+}
+
+/**
+ * The signed authorization inside an EVM payload: EIP-3009 (`authorization`, the `exact` scheme
+ * on tokens such as USDC) or Permit2 (`permit2Authorization`, `exact` via Permit2 and `upto`).
+ */
+function authorizationOf(payload: PaymentPayloadLike): Record<string, unknown> | null {
+  const inner = payload.payload;
+  if (!isRecord(inner)) return null;
+  if (isRecord(inner.authorization)) return inner.authorization;
+  if (isRecord(inner.permit2Authorization)) return inner.permit2Authorization;
+  return null;
+}
+
+/** The payer's address (lowercase) as signed in the payload, or null. */
+export function payerOf(payload: PaymentPayloadLike): string | null {
+  const from = authorizationOf(payload)?.from;
+  return typeof from === 'string' && ADDRESS.test(from) ? from.toLowerCase() : null;
+}
+
+/** The authorization's nonce (EIP-3009: 32 bytes hex; Permit2: a decimal uint256), or null. */
+export function nonceOf(payload: PaymentPayloadLike): string | null {
+  const nonce = authorizationOf(payload)?.nonce;
+  if (typeof nonce !== 'string') return null;
+  return /^0x[0-9a-fA-F]{1,64}$/.test(nonce) || UINT.test(nonce) ? nonce.toLowerCase() : null;
+}
+
+/** The client's payment-identifier (the `payment-identifier` extension's `info.id`), when valid. */
+export function paymentIdentifierOf(payload: PaymentPayloadLike): string | null {
+  const extension = payload.extensions?.['payment-identifier'];
+  if (!isRecord(extension) || !isRecord(extension.info)) return null;
+  const id = extension.info.id;
+  return typeof id === 'string' && PAYMENT_ID.test(id) ? id : null;
+}
+
+/**
+ * The `Idempotency-Key` of every Vouch call for one payment: the payment-identifier when the
+ * client sent one, else the authorization's nonce (which the chain lets settle once). The network
+ * and payer are part of it, so two payers choosing the same identifier never meet (at most ~200
+ * printable characters; Vouch accepts 255).
+ */
+export function idempotencyKeyOf(network: string, payer: string, id: string | null, nonce: string): string {
+  return id ? `x402:${network}:${payer}:id:${id}` : `x402:${network}:${payer}:nonce:${nonce}`;
+}
+
+/**
+ * Reads a payment for Vouch. `requirements` are the server's (the payTo, asset and network the
+ * payment must match); the amount is the payer's signed `accepted.amount`, the same in every hook
+ * of the payment — for `upto`, the maximum, whatever is settled later.
+ */
+export function describePayment(payload: PaymentPayloadLike, requirements: RequirementsLike): Described {
+  const refuse = (message: string): Described => ({ ok: false, reason: 'vouch_unsupported_payment', message });
+  if (payload.x402Version !== 2 || !payload.accepted) return refuse('only x402 v2 payloads are checked with Vouch');
+  const { network, payTo, asset: token, scheme } = requirements;
+  const asset = caip19(network, token);
+  if (!asset) return refuse(`not an ERC-20 on an EVM network: ${network} ${token}`);
+  if (!ADDRESS.test(payTo)) return refuse(`payTo is not an EVM address: ${payTo}`);
+  const payer = payerOf(payload);
+  if (!payer) return refuse('the payload names no EVM payer (EIP-3009 or Permit2 authorization)');
+  const nonce = nonceOf(payload);
+  if (!nonce) return refuse('the payload carries no authorization nonce');
+  const amount = payload.accepted.amount;
+  if (typeof amount !== 'string' || !UINT.test(amount) || BigInt(amount) === 0n || BigInt(amount) > MAX_UINT256)
+    return refuse(`the amount is not a positive integer of atomic units: ${String(amount)}`);
+  const timeout = Number.isInteger(requirements.maxTimeoutSeconds) ? requirements.maxTimeoutSeconds : 0;
+  const holdSeconds = Math.min(MAX_HOLD_SECONDS, Math.max(1, timeout) + HOLD_MARGIN_SECONDS);
+  const resource = typeof payload.resource?.url === 'string' ? payload.resource.url.slice(0, 2048) : null;
+  return {
+    ok: true,
+    payment: {
+      payer,
+      payTo: payTo.toLowerCase(),
+      amount,
+      asset,
+      scheme,
+      network,
+      idempotencyKey: idempotencyKeyOf(network, payer, paymentIdentifierOf(payload), nonce),
+      holdSeconds,
+      resource,
+    },
+  };
+}
+
+/** The body of `POST /api/decisions` for a payment: decide about the payer, screen payTo, hold the amount. */
+export function decisionRequest(payment: PaymentFacts, options: { category?: string } = {}) {
+  return {
+    agent: payment.payer,
+    amount: payment.amount,
+    asset: payment.asset,
+    counterparty: payment.payTo,
+    ...(options.category && { category: options.category }),
+    context: {
+      x402: {
+        scheme: payment.scheme,
+        network: payment.network,
+        ...(payment.resource && { resource: payment.resource }),
+      },
+    },
+    hold: true,
+    expiresIn: payment.holdSeconds,
+  };
+}
+export type DecisionRequest = ReturnType<typeof decisionRequest>;
+
+/** What the hooks read of a Vouch decision. */
+export interface DecisionLike {
+  decisionId: string;
+  decision: 'allow' | 'deny' | 'review';
+  reasons: ReadonlyArray<{ code: string; detail: string }>;
+  authorization: { authorizationId: string; status: string } | null;
+  approvalId: string | null;
+}
+
+export type Verdict =
+  | { proceed: true; authorizationId: string | null }
+  | { proceed: false; reason: string; message: string };
+
+/** What a review does to the payment: abort it (default; pay again once approved), or let it through. */
+export type ReviewMode = 'abort' | 'allow';
+
+/**
+ * Whether the payment goes on. `deny` aborts with the decision's reason codes; `review` aborts
+ * too unless configured otherwise (an approval is pending: the payment can be made again once a
+ * person approved it); `allow` goes on with the hold the settlement will capture.
+ */
+export function verdictOf(decision: DecisionLike, review: ReviewMode = 'abort'): Verdict {
+  const message = `Vouch decision ${decision.decisionId}: ${decision.decision}${
+    decision.reasons.length ? ` — ${decision.reasons.map((r) => `${r.code}: ${r.detail}`).join('; ')}` : ''
+  }${decision.approvalId ? ` (approval ${decision.approvalId})` : ''}`;
+  const reason = (kind: string) =>
+    `vouch_${kind}:${
+      decision.reasons
+        .filter((r) => ['deny', 'review'].includes(effectOf(r.code)))
+        .map((r) => r.code)
+        .join(',') || kind
+    }`;
+  if (decision.decision === 'deny') return { proceed: false, reason: reason('deny'), message };
+  if (decision.decision === 'review') {
+    if (review === 'allow') return { proceed: true, authorizationId: null };
+    return { proceed: false, reason: reason('review'), message };
+  }
+  const hold = decision.authorization;
+  if (hold && hold.status !== 'held')
+    return {
+      proceed: false,
+      reason: `vouch_hold_${hold.status}`,
+      message: `${message}; its hold ${hold.authorizationId} is ${hold.status}: this payment was already settled or released`,
+    };
+  return { proceed: true, authorizationId: hold?.authorizationId ?? null };
+}
+
+/** Reason codes that ask for review; every other code that is not an explanation denies (docs/api.md). */
+const REVIEW_CODES = new Set(['POLICY_REVIEW']);
+const NEUTRAL_CODES = new Set(['POLICY_ALLOW', 'NO_POLICY', 'APPROVAL_REDEEMED']);
+function effectOf(code: string): 'deny' | 'review' | 'none' {
+  if (REVIEW_CODES.has(code)) return 'review';
+  return NEUTRAL_CODES.has(code) ? 'none' : 'deny';
+}
+
+/**
+ * What was settled, in atomic units: the facilitator's `amount` when it says (an `upto`
+ * settlement), else the settled requirements' amount (`exact`: the price; `upto`: the amount the
+ * server asked to settle).
+ */
+export function settledAmountOf(result: { amount?: string }, requirements: { amount: string }): bigint | null {
+  const amount = result.amount ?? requirements.amount;
+  return typeof amount === 'string' && UINT.test(amount) ? BigInt(amount) : null;
+}
+
+/**
+ * Settlement failures after which the payment may still have moved money or been moved by
+ * another attempt: the authorization's nonce was already used (a duplicate of a payment that
+ * settled), or the transaction was broadcast and is not final. The hold is not voided then: it is
+ * captured by the attempt that settled, or expires.
+ */
+const INDETERMINATE_FAILURES = new Set([
+  'invalid_exact_evm_nonce_already_used',
+  'permit2_invalid_nonce',
+  'settlement_pending',
+]);
+
+/** Whether a failed settlement releases the hold: only a failure that moved no money for sure. */
+export function releasesHold(failure: { errorReason?: string; transaction?: string } | null): boolean {
+  if (!failure) return false; // a thrown error (timeout, network): the outcome is not known
+  if (failure.errorReason && INDETERMINATE_FAILURES.has(failure.errorReason)) return false;
+  return true;
+}
