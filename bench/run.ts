@@ -36,7 +36,7 @@ import { goalsTable, table, writeJson } from './lib/report.ts';
 import { summaryLine } from './lib/summary.ts';
 import { runCacheStaleness } from './scenarios/cache-staleness.ts';
 import { runHop, runHttpHop } from './scenarios/hops.ts';
-import { runHealth, runP1, runP2, runP3, runP4, runP8 } from './scenarios/http.ts';
+import { runEventsOnOff, runHealth, runP1, runP2, runP3, runP4, runP8 } from './scenarios/http.ts';
 import { joinHalves, runRecompute } from './scenarios/recompute.ts';
 import { runVerifyDirect } from './scenarios/verify-direct.ts';
 
@@ -133,6 +133,8 @@ async function main() {
       exhaust: pick(4),
       verify: pick(5),
       decide: pick(6),
+      spendEventsOn: pick(7),
+      spendEventsOff: pick(8),
     },
     pids: { api: [apiA.proc.pid] },
   };
@@ -152,6 +154,8 @@ async function main() {
       { name: 'rest', action: 'allow', when: { agentScoreAtLeast: 100 } },
     ],
   });
+  await setBudget(ctx.roles.spendEventsOn, huge);
+  await setBudget(ctx.roles.spendEventsOff, huge);
 
   const C = profile.connections;
   const pool = productSettings.dbPoolMax;
@@ -206,6 +210,23 @@ async function main() {
   if (pool !== C) await step(ctx, 'X-B3-pool', () => runB3(ctx, pool));
   await step(ctx, 'X-B3-serial', () => runB3(ctx, 1, 1));
   await step(ctx, 'P3', () => runP3(ctx, apiA as RunningApi));
+  // P9: the same spends on two more APIs alike but for EVENTS (on: every spend writes its event
+  // in its statement), loaded in turn.
+  await step(ctx, 'P9', async () => {
+    const on = await startApi(ctx, 'api-events-on', { rateLimit: 'off', events: 'on' });
+    const off = await startApi(ctx, 'api-events-off', { rateLimit: 'off', events: 'off' }).catch(async (error) => {
+      await on.proc.stop();
+      throw error;
+    });
+    ctx.pids.api = [on.proc.pid, off.proc.pid];
+    try {
+      return await runEventsOnOff(ctx, { on, off });
+    } finally {
+      ctx.pids.api = [(apiA as RunningApi).proc.pid];
+      await on.proc.stop();
+      await off.proc.stop();
+    }
+  });
 
   // Budget checks: without the limiter on this API (extra), then P2 on an API with the limiter on.
   await step(ctx, 'X-P2-ratelimit-off', () => runP2(ctx, apiA as RunningApi, 'X-P2-ratelimit-off'));
@@ -276,6 +297,7 @@ async function main() {
       B3: C,
       P3: C,
       P8: C,
+      P9: `${C}, one API at a time`,
       P4: 1,
       B5: 1,
       'X-health': C,

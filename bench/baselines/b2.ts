@@ -27,8 +27,11 @@ export async function replay(
     // Open every connection before the clock starts (the API's pool is warm too).
     const clients = await Promise.all(Array.from({ length: options.poolMax }, () => pool.connect()));
     for (const c of clients) c.release();
+    // A statement the product runs as a named prepared statement (packages/db/src/prepared.ts) is
+    // replayed as one too: parsed and planned once per connection, as the product's.
+    const name = query.sql.startsWith('/* prepared */') ? 'vouch_bench_replay' : undefined;
     const op = async () => {
-      const r = await pool.query(query.sql, query.params());
+      const r = await pool.query({ ...(name && { name }), text: query.sql, values: query.params() });
       options.check?.(r.rows);
     };
     if (ctx.profile.warmupSec) {

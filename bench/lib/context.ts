@@ -23,6 +23,9 @@ export interface Roles {
   exhaust: string;
   /** P8: whose payments are decided (a budget and a three-rule policy). */
   decide: string;
+  /** P9: the hot budgets spent on by the APIs with events on and off. */
+  spendEventsOn: string;
+  spendEventsOff: string;
   /** P4: verified. */
   verify: string;
 }
@@ -75,6 +78,8 @@ export async function startApi(
     coalesceWrites?: 'on' | 'off';
     /** Record every drop of the read cache to this file (bench/lib/cache-trace.mjs, preloaded). */
     cacheTrace?: string;
+    /** Unset: the product's default (on); P9 compares on and off. */
+    events?: 'on' | 'off';
   },
 ): Promise<RunningApi> {
   const port = await freePort();
@@ -95,6 +100,7 @@ export async function startApi(
       NODE_OPTIONS: `--import=${pathToFileURL(CACHE_TRACE_MODULE).href}`,
       VOUCH_BENCH_CACHE_TRACE: options.cacheTrace,
     }),
+    ...(options.events && { EVENTS: options.events }),
     // On but never refusing: every bucket far above what a run sends (P2).
     ...(options.rateLimit === 'on' && {
       RATE_LIMIT_DEFAULT: '1000000000',

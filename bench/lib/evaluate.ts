@@ -75,6 +75,42 @@ export function evaluateGoals(ctx: Context): GoalEntry[] {
       ]);
     },
     P8b: () => ratioOf(throughput(ctx, 'P8'), throughput(ctx, 'B1')),
+    P9: () => {
+      const p9 = need(ctx, 'P9');
+      type Side = {
+        rps: number;
+        events: number;
+        overspend: string;
+        spentEqualsLedger: boolean;
+        apiCpuMicrosPerSpend: number;
+        postgresCpuMicrosPerSpend: number;
+      };
+      const on = p9.on as Side;
+      const off = p9.off as Side;
+      if (!(on.events > 0) || off.events !== 0) {
+        throw new Error(
+          `P9: spend events written on ${on.events}, off ${off.events}: the halves are not what they say`,
+        );
+      }
+      const segments = p9.segments as Array<{ events: string; rps: number }>;
+      const of = (side: string) =>
+        segments
+          .filter((x) => x.events === side)
+          .map((x) => int(x.rps))
+          .join(', ');
+      const fair = on.overspend === '0' && off.overspend === '0' && on.spentEqualsLedger && off.spentEqualsLedger;
+      return {
+        subject: { id: 'P9', value: on.rps, unit: 'req/s', text: `${int(on.rps)} req/s events on` },
+        baseline: { id: 'P9', value: off.rps, unit: 'req/s', text: `${int(off.rps)} req/s events off` },
+        ratio: on.rps / off.rps,
+        notes: [
+          `segments on: ${of('on')}; off: ${of('off')} req/s`,
+          `CPU per spend, on vs off: API ${on.apiCpuMicrosPerSpend} vs ${off.apiCpuMicrosPerSpend} µs, PostgreSQL ${on.postgresCpuMicrosPerSpend} vs ${off.postgresCpuMicrosPerSpend} µs`,
+          `events on wrote ${on.events} spend events`,
+        ],
+        floorAlso: { holds: fair, text: fair ? '0 overspend' : 'overspend or ledger mismatch' },
+      };
+    },
     P4: () => {
       const s = latency(ctx, 'P4', 'p50');
       const b = latency(ctx, 'B5', 'p50');
@@ -120,6 +156,9 @@ export function evaluateGoals(ctx: Context): GoalEntry[] {
     P5: ['P5', 'B7'],
     P6: ['P6', 'P5'],
     P7: ['P1'],
+    P8: ['P8', 'X-P2-ratelimit-off'],
+    P8b: ['P8', 'B1'],
+    P9: ['P9'],
   };
   return goalDefs.map((def) => {
     const entry = judge(def, rules[def.id] as () => GoalEvaluation);

@@ -144,6 +144,13 @@ export const goalDefs: GoalDef[] = [
     floor: le(200, '≤ 200 MB'),
     target: le(120, '≤ 120 MB'),
   },
+  {
+    id: 'P9',
+    what: 'events add ≤ 10 % to spend throughput (one hot budget, same run, events on vs off)',
+    ratioKind: 'ratio',
+    floor: ge(0.9, '≥ 90 %'),
+    target: ge(0.95, '≥ 95 %'),
+  },
 ];
 
 const holds = (b: Bound, v: number) => (b.op === '>=' ? v >= b.value : v <= b.value);

@@ -228,6 +228,83 @@ export async function runP3(ctx: Context, api: RunningApi) {
   };
 }
 
+/**
+ * P9: POST /api/budgets/:address/spend {"amount":"1"} on a hot budget, measured like P3 (50
+ * connections), on two APIs alike but for EVENTS, each on a hot budget of its own. Both are warmed
+ * up alike, then loaded in turn in segments of half P3's duration, on, off, off, on (each side gets
+ * P3's duration): on a machine shared with other work, what drifts weighs on both sides alike.
+ */
+export async function runEventsOnOff(ctx: Context, apis: { on: RunningApi; off: RunningApi }) {
+  const body = JSON.stringify({ amount: '1' });
+  const agents = { on: ctx.roles.spendEventsOn, off: ctx.roles.spendEventsOff };
+  const load = (side: 'on' | 'off') => ({
+    url: `${apis[side].base}/api/budgets/${agents[side]}/spend`,
+    method: 'POST' as const,
+    body,
+    connections: ctx.profile.connections,
+  });
+  for (const side of ['on', 'off'] as const) {
+    await call(apis[side].base, 'POST', `/api/budgets/${agents[side]}/spend`, { amount: '1' });
+    if (ctx.profile.warmupSec) await httpLoad({ ...load(side), durationSec: ctx.profile.warmupSec }, false);
+  }
+  const order = ['on', 'off', 'off', 'on'] as const;
+  const segmentSec = ctx.profile.durationSec / 2;
+  const totals = { on: { ok: 0, sec: 0, api: 0, postgres: 0 }, off: { ok: 0, sec: 0, api: 0, postgres: 0 } };
+  const segments: Array<{ events: 'on' | 'off'; rps: number; cpu: Record<string, number> }> = [];
+  const { result: runs, cpu } = await withCpu(ctx, async () => {
+    const out = [];
+    for (const side of order) {
+      // The API under load is the one metered as `api` in this segment.
+      ctx.pids.api = [apis[side].proc.pid];
+      const { result: r, cpu: used } = await withCpu(ctx, () => httpLoad({ ...load(side), durationSec: segmentSec }));
+      if (r.errors || r.non2xx)
+        throw new Error(`P9 (${side}): ${r.errors} errors, statuses ${JSON.stringify(r.statusCodes)}`);
+      totals[side].ok += r.ok;
+      totals[side].sec += r.elapsedSec;
+      // Core-seconds of the API and of this run's PostgreSQL processes.
+      totals[side].api += (used.api ?? 0) * r.elapsedSec;
+      totals[side].postgres += (used.postgres ?? 0) * r.elapsedSec;
+      segments.push({ events: side, rps: r.rps, cpu: used });
+      out.push(r);
+    }
+    return out;
+  });
+  const figures = async (side: 'on' | 'off') => {
+    const hot = await audit(ctx, agents[side]);
+    // The spends' own events (the recomputations before wrote score events of these agents too).
+    const events = await sql<{ n: number }>`
+      SELECT count(*)::int AS n FROM events WHERE agent = ${agents[side]} AND type IN ('spend.accepted', 'spend.refused')`.execute(
+      ctx.database.db,
+    );
+    const perSpend = (coreSeconds: number) => Math.round((coreSeconds / totals[side].ok) * 1e6);
+    return {
+      rps: Math.round((totals[side].ok / totals[side].sec) * 10) / 10,
+      ok: totals[side].ok,
+      /** CPU time per accepted spend, µs: less moved by what else runs than the throughput is. */
+      apiCpuMicrosPerSpend: perSpend(totals[side].api),
+      postgresCpuMicrosPerSpend: perSpend(totals[side].postgres),
+      seconds: Math.round(totals[side].sec * 100) / 100,
+      events: events.rows[0]?.n ?? 0,
+      overspend: hot.overspend,
+      spentEqualsLedger: hot.spentEqualsLedger,
+    };
+  };
+  const on = await figures('on');
+  const off = await figures('off');
+  return {
+    what: 'POST /api/budgets/:address/spend {"amount":"1"} on a hot budget each, two APIs alike but for EVENTS (RATE_LIMIT=off), loaded in turn: on, off, off, on',
+    rps: on.rps,
+    acceptedPerSec: on.rps,
+    on,
+    off,
+    segmentSec,
+    segments,
+    cpu,
+    latencyOfLastSegment: runs[runs.length - 1]?.latency,
+    warmupSec: ctx.profile.warmupSec,
+  };
+}
+
 /** P4: POST /api/verify, one at a time, evenly paced (same driver as B5), on one keep-alive connection. */
 export async function runP4(ctx: Context, api: RunningApi) {
   const client = pacedClient(api.base);

@@ -1,5 +1,5 @@
 import type { Services } from '@vouch/core';
-import { rebuildError } from '@vouch/core';
+import { DomainError, rebuildError } from '@vouch/core';
 import type { DB, Kysely } from '@vouch/db';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
@@ -39,16 +39,24 @@ export async function idempotent<T>(
   // key of one organization sees the same stored answers.
   const scope = `${request.method} ${request.routeOptions.url}`;
   const effects: Array<() => void> = [];
-  const result = await services.idempotency.execute(
-    {
-      organizationId: actorOf(request).organizationId,
-      scope,
-      key,
-      request: { params: request.params, body: request.body },
-    },
-    statusOf,
-    (trx) => work(trx, (effect) => effects.push(effect)),
-  );
+  let result: Awaited<ReturnType<typeof services.idempotency.execute<T>>>;
+  try {
+    result = await services.idempotency.execute(
+      {
+        organizationId: actorOf(request).organizationId,
+        scope,
+        key,
+        request: { params: request.params, body: request.body },
+      },
+      statusOf,
+      (trx) => work(trx, (effect) => effects.push(effect)),
+    );
+  } catch (error) {
+    // A domain refusal of the work was stored with its effect (a refused spend stays in the
+    // ledger, with its event): that transaction committed too.
+    if (error instanceof DomainError) for (const effect of effects) effect();
+    throw error;
+  }
   // Side effects of the work run only once its transaction has committed.
   for (const effect of effects) effect();
   if (!result.replayed) {

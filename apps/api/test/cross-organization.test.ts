@@ -3,17 +3,21 @@ import {
   createKey,
   createOrganizationKey,
   createTestApp,
+  eventsSettled,
+  type Receiver,
   randomAddress,
   randomTxHash,
+  startReceiver,
   type TestContext,
+  until,
 } from '@vouch/testkit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 /**
  * Every /api operation of the OpenAPI document, called with another organization's key against
- * the first organization's agent, budget, job and key: an organization never reads or changes
- * another's budgets, ledger, idempotency keys, keys, jobs or audit log, and never changes an agent
- * another organization registered. The table below has an entry per operation; a new route
+ * the first organization's agent, budget, job, key and webhook: an organization never reads or
+ * changes another's budgets, ledger, idempotency keys, keys, jobs, audit log, events or webhooks,
+ * and never changes an agent another organization registered. The table below has an entry per operation; a new route
  * without one fails this test.
  */
 
@@ -28,6 +32,9 @@ interface Fixtures {
   authorizationId: string;
   decisionId: string;
   approvalId: string;
+  /** Alpha's webhook endpoint and one of its (delivered) deliveries. */
+  webhookId: string;
+  deliveryId: string;
 }
 
 interface Call {
@@ -335,9 +342,78 @@ const table: Record<string, { call: (fx: Fixtures) => Call; expect: Expect }> = 
     call: () => ({ method: 'GET', url: '/api/audit/export?organizationId=alpha' }),
     expect: { kind: 'refused', status: 403, code: 'FORBIDDEN' },
   },
+
+  // Events and webhooks: the caller's organization's own.
+  listEvents: {
+    call: () => ({ method: 'GET', url: '/api/events?limit=1000' }),
+    expect: {
+      kind: 'own',
+      status: 200,
+      check: (b) => {
+        for (const e of b.events as Array<{ organizationId: string }>) expect(e.organizationId).toBe('beta');
+      },
+    },
+  },
+  createWebhook: {
+    call: () => ({
+      method: 'POST',
+      url: '/api/webhooks',
+      payload: { url: 'https://example.com/hooks', eventTypes: ['sanctions.hit'] },
+    }),
+    expect: { kind: 'own', status: 201, check: (b) => expect(b.organizationId).toBe('beta') },
+  },
+  listWebhooks: {
+    call: () => ({ method: 'GET', url: '/api/webhooks' }),
+    expect: {
+      kind: 'own',
+      status: 200,
+      check: (b, fx) => {
+        const hooks = b.webhooks as Array<{ id: string; organizationId: string }>;
+        expect(hooks.some((w) => w.id === fx.webhookId)).toBe(false);
+        expect(hooks.every((w) => w.organizationId === 'beta')).toBe(true);
+      },
+    },
+  },
+  getWebhook: {
+    call: (fx) => ({ method: 'GET', url: `/api/webhooks/${fx.webhookId}` }),
+    expect: { kind: 'own', status: 404, code: 'NOT_FOUND' },
+  },
+  updateWebhook: {
+    call: (fx) => ({
+      method: 'PATCH',
+      url: `/api/webhooks/${fx.webhookId}`,
+      payload: { url: 'https://evil.example/' },
+    }),
+    expect: { kind: 'own', status: 404, code: 'NOT_FOUND' },
+  },
+  deleteWebhook: {
+    call: (fx) => ({ method: 'DELETE', url: `/api/webhooks/${fx.webhookId}` }),
+    expect: { kind: 'own', status: 404, code: 'NOT_FOUND' },
+  },
+  rotateWebhookSecret: {
+    call: (fx) => ({ method: 'POST', url: `/api/webhooks/${fx.webhookId}/rotate-secret` }),
+    expect: { kind: 'own', status: 404, code: 'NOT_FOUND' },
+  },
+  testWebhook: {
+    call: (fx) => ({ method: 'POST', url: `/api/webhooks/${fx.webhookId}/test` }),
+    expect: { kind: 'own', status: 404, code: 'NOT_FOUND' },
+  },
+  listWebhookDeliveries: {
+    call: (fx) => ({ method: 'GET', url: `/api/webhooks/${fx.webhookId}/deliveries` }),
+    expect: { kind: 'own', status: 404, code: 'NOT_FOUND' },
+  },
+  retryWebhookDelivery: {
+    call: (fx) => ({ method: 'POST', url: `/api/webhooks/${fx.webhookId}/deliveries/${fx.deliveryId}/retry` }),
+    expect: { kind: 'own', status: 404, code: 'NOT_FOUND' },
+  },
+  replayWebhook: {
+    call: (fx) => ({ method: 'POST', url: `/api/webhooks/${fx.webhookId}/replay`, payload: { since: 0 } }),
+    expect: { kind: 'own', status: 404, code: 'NOT_FOUND' },
+  },
 };
 
 let t: TestContext;
+let receiver: Receiver;
 let alpha: string;
 let beta: string;
 let fx: Fixtures;
@@ -378,6 +454,21 @@ beforeAll(async () => {
   const batch = await as('POST', '/api/agents/batch-scores', { agents: [agent], scores: [650], reasons: ['0x01'] });
   expect(batch.statusCode, batch.body).toBe(200);
   const secret = await createKey(t.app, alpha, { name: 'alpha-reader', scopes: ['read'] });
+  // Verified once by alpha: the other organization's verification finds the same status and
+  // announces nothing to alpha.
+  expect((await as('POST', '/api/verify', { address: agent })).statusCode).toBe(200);
+  // A webhook of alpha's with one delivered test event.
+  receiver = await startReceiver();
+  const hook = await as('POST', '/api/webhooks', { url: receiver.url, eventTypes: ['sanctions.hit'] });
+  expect(hook.statusCode, hook.body).toBe(201);
+  const webhookId = hook.json().data.id as string;
+  const test = await as('POST', `/api/webhooks/${webhookId}/test`);
+  expect(test.statusCode, test.body).toBe(202);
+  await until(async () => {
+    const list = (await as('GET', `/api/webhooks/${webhookId}/deliveries`)).json().data.deliveries;
+    return list[0]?.status === 'succeeded';
+  }, 15_000);
+  await eventsSettled(t.database);
   fx = {
     agent,
     jobId: batch.headers['x-job-id'] as string,
@@ -386,10 +477,15 @@ beforeAll(async () => {
     authorizationId: held.json().data.authorizationId,
     decisionId: reviewed.json().data.decisionId,
     approvalId: reviewed.json().data.approvalId,
+    webhookId,
+    deliveryId: test.json().data.deliveryId as string,
   };
   doc = (await t.app.inject({ method: 'GET', url: '/openapi.json' })).json();
 });
-afterAll(() => t.close());
+afterAll(async () => {
+  await t.close();
+  await receiver?.close();
+});
 
 /** Every row an organization owns, as text, to compare before and after the other organization's calls. */
 async function organizationState(organizationId: string) {
@@ -406,6 +502,9 @@ async function organizationState(organizationId: string) {
     'audit_log',
     'audit_heads',
     'organizations',
+    'events',
+    'webhooks',
+    'webhook_deliveries',
   ];
   const state: Record<string, unknown> = {};
   for (const table of tables) {
@@ -425,7 +524,7 @@ describe('another organization', () => {
       if (!path.startsWith('/api/')) continue;
       for (const op of Object.values(item)) if (op.operationId) operations.push(op.operationId);
     }
-    expect(operations.length).toBeGreaterThan(30);
+    expect(operations.length).toBeGreaterThan(40);
     expect(operations.filter((id) => !(id in table))).toEqual([]);
     expect(Object.keys(table).filter((id) => !operations.includes(id))).toEqual([]);
   });
@@ -447,7 +546,8 @@ describe('another organization', () => {
       }
       if (expected.kind === 'own' && expected.check) expected.check(res.json().data, fx);
     }
-    // The first organization's budgets, ledger, idempotency keys, keys, audit log and settings are as they were.
+    // The first organization's budgets, ledger, idempotency keys, keys, audit log, events, webhooks and
+    // settings are as they were.
     expect(await organizationState('alpha')).toEqual(before);
     // And its budget still reads as it did.
     const budget = await t.app.inject({ method: 'GET', url: `/api/budgets/${fx.agent}`, headers: bearer(alpha) });

@@ -1,4 +1,5 @@
 import { Writable } from 'node:stream';
+import { queueNames } from '@vouch/config';
 import { failureEnvelope } from '@vouch/schemas';
 import { createTestApp, type TestContext } from '@vouch/testkit';
 import pino from 'pino';
@@ -137,13 +138,8 @@ describe('/health, /ready and /metrics', () => {
       data: {
         status: 'ready',
         checks: { database: 'ok', redis: 'not configured' },
-        queues: {
-          scores: inProcess,
-          checks: inProcess,
-          recompute: inProcess,
-          refresh: inProcess,
-          maintenance: inProcess,
-        },
+        // Every queue, webhooks included: this process runs them all.
+        queues: Object.fromEntries(queueNames.map((queue) => [queue, inProcess])),
       },
     });
   });

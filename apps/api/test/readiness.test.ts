@@ -1,4 +1,5 @@
 import { QUEUE_REPORT_MAX_AGE_MS } from '@vouch/api';
+import { queueNames } from '@vouch/config';
 import { createdApiKey, failureEnvelope, successEnvelope } from '@vouch/schemas';
 import { createTestApp, type DisposableRedis, randomAddress, startRedisServer, type TestContext } from '@vouch/testkit';
 import { Redis } from 'ioredis';
@@ -42,7 +43,7 @@ describe('readiness, job metrics and the dashboard with BullMQ on a disposable R
       .poll(async () => Object.values((await t.app.inject({ method: 'GET', url: '/ready' })).json().data.queues), {
         timeout: 5000,
       })
-      .toEqual(Array(5).fill(expect.objectContaining({ state: 'ok', workers: 1 })));
+      .toEqual(Array(queueNames.length).fill(expect.objectContaining({ state: 'ok', workers: 1 })));
     expect((await t.app.inject({ method: 'GET', url: '/health' })).json()).toEqual({
       success: true,
       data: { status: 'ok' },

@@ -1,4 +1,5 @@
 import { QUEUE_REPORT_MAX_AGE_MS, queueReporter } from '@vouch/api';
+import { queueNames } from '@vouch/config';
 import { createRuntime, loadConfig, type Runtime } from '@vouch/runtime';
 import { successEnvelope } from '@vouch/schemas';
 import {
@@ -139,7 +140,7 @@ describe('/ready with the in-process runner', () => {
     const res = await t.app.inject({ method: 'GET', url: '/ready' });
     expect(res.statusCode).toBe(200);
     const { queues } = readiness.parse(res.json()).data;
-    expect(Object.keys(queues).sort()).toEqual(['checks', 'maintenance', 'recompute', 'refresh', 'scores']);
+    expect(Object.keys(queues).sort()).toEqual([...queueNames].sort());
     for (const report of Object.values(queues)) expect(report.state).toBe('in_process');
     expect(queues.scores).toEqual({ state: 'in_process', waiting: 0, delayed: 0 });
   });

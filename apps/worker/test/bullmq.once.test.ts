@@ -141,7 +141,14 @@ describe.runIf(hasRedis)('BullMQ transport on a real Redis', () => {
     const res = await t.app.inject({ method: 'GET', url: '/admin/queues/api/queues' });
     expect(res.statusCode).toBe(200);
     const queues = (res.json() as { queues: Array<{ name: string; readOnlyMode: boolean }> }).queues;
-    expect(queues.map((q) => q.name).sort()).toEqual(['checks', 'maintenance', 'recompute', 'refresh', 'scores']);
+    expect(queues.map((q) => q.name).sort()).toEqual([
+      'checks',
+      'maintenance',
+      'recompute',
+      'refresh',
+      'scores',
+      'webhooks',
+    ]);
     expect(queues.every((q) => q.readOnlyMode)).toBe(true);
   });
 

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import {
+  allowPrivateTargets,
   authMode,
   ConfigError,
   checkApiConfig,
@@ -147,12 +148,20 @@ describe('queue settings', () => {
       recompute: 1,
       refresh: 6,
       maintenance: 1,
+      webhooks: 16,
     });
   });
 
   it('lets WORKER_CONCURRENCY_<QUEUE> override any queue, its own default included', () => {
     const config = loadConfig({ WORKER_CONCURRENCY_RECOMPUTE: '3', WORKER_CONCURRENCY_CHECKS: '8' });
-    expect(queueConcurrency(config)).toEqual({ scores: 4, checks: 8, recompute: 3, refresh: 4, maintenance: 1 });
+    expect(queueConcurrency(config)).toEqual({
+      scores: 4,
+      checks: 8,
+      recompute: 3,
+      refresh: 4,
+      maintenance: 1,
+      webhooks: 16,
+    });
   });
 
   it('has a concurrency setting for every queue', () => {
@@ -165,5 +174,34 @@ describe('queue settings', () => {
     expect(workerQueues(loadConfig({}))).toEqual([...queueNames]);
     expect(workerQueues(loadConfig({ WORKER_QUEUES: 'checks, scores' }))).toEqual(['checks', 'scores']);
     expect(problem({ WORKER_QUEUES: 'checks,emails' })).toMatch(/WORKER_QUEUES: unknown queues emails/);
+  });
+});
+
+describe('events and webhooks', () => {
+  it('are on, announce 80 and 100 % of a limit, and keep events 30 days by default', () => {
+    const config = loadConfig({});
+    expect(config).toMatchObject({
+      EVENTS: true,
+      EVENTS_BUDGET_THRESHOLDS: [80, 100],
+      EVENTS_RETENTION_DAYS: 30,
+      WEBHOOK_TIMEOUT_MS: 10_000,
+      WEBHOOK_DISABLE_AFTER_MS: 5 * 86_400_000,
+    });
+    expect(loadConfig({ EVENTS: 'off' }).EVENTS).toBe(false);
+  });
+
+  it('take budget thresholds as distinct whole percentages, sorted', () => {
+    expect(loadConfig({ EVENTS_BUDGET_THRESHOLDS: '100, 50,90' }).EVENTS_BUDGET_THRESHOLDS).toEqual([50, 90, 100]);
+    for (const bad of ['0', '101', '80,80', '80.5', 'eighty', '80,,100', '-5']) {
+      expect(problem({ EVENTS_BUDGET_THRESHOLDS: bad }), bad).toMatch(/EVENTS_BUDGET_THRESHOLDS: must be distinct/);
+    }
+  });
+
+  it('refuse private webhook targets in production unless allowed, and allow them elsewhere', () => {
+    expect(allowPrivateTargets(loadConfig({ NODE_ENV: 'production' }))).toBe(false);
+    expect(allowPrivateTargets(loadConfig({ NODE_ENV: 'production', WEBHOOK_ALLOW_PRIVATE_TARGETS: 'on' }))).toBe(true);
+    expect(allowPrivateTargets(loadConfig({}))).toBe(true);
+    expect(allowPrivateTargets(loadConfig({ WEBHOOK_ALLOW_PRIVATE_TARGETS: 'off' }))).toBe(false);
+    expect(problem({ WEBHOOK_ALLOW_PRIVATE_TARGETS: 'yes' })).toMatch(/WEBHOOK_ALLOW_PRIVATE_TARGETS/);
   });
 });

@@ -8,7 +8,7 @@ import { z } from 'zod';
  */
 
 /** Every queue. Queue names never contain ':' or '-' (job ids are `<queue>-<uuid>`). */
-export const queueNames = ['scores', 'checks', 'recompute', 'refresh', 'maintenance'] as const;
+export const queueNames = ['scores', 'checks', 'recompute', 'refresh', 'maintenance', 'webhooks'] as const;
 export type QueueName = (typeof queueNames)[number];
 
 /** Reads an optional env value; empty strings count as unset. */
@@ -175,6 +175,11 @@ const jobsEnv = {
   APPROVAL_TTL_MS: positiveInt(86_400_000),
   /** How often holds past their time are expired and released (and pending approvals with them). */
   HOLD_SWEEP_INTERVAL_MS: positiveInt(5000),
+  /**
+   * Webhook deliveries at once per process: each mostly waits on the receiver (up to
+   * WEBHOOK_TIMEOUT_MS), so more run at once than the other queues' jobs.
+   */
+  WORKER_CONCURRENCY_WEBHOOKS: positiveInt(16),
   /** How often expired idempotency keys (kept 24 h) are purged. */
   IDEMPOTENCY_PURGE_INTERVAL_MS: positiveInt(3_600_000),
   /**
@@ -189,6 +194,44 @@ const jobsEnv = {
    */
   WORKER_LOCK_DURATION_MS: positiveInt(4000),
   WORKER_STALLED_INTERVAL_MS: positiveInt(1000),
+};
+
+/** Budget thresholds: whole percentages 1–100, each once; e.g. `80,100`. */
+const percentList = optionalString
+  .transform((v, ctx) => {
+    if (v === undefined) return [80, 100];
+    const parts = v.split(',').map((p) => p.trim());
+    const values = parts.map(Number);
+    const bad = parts.filter(
+      (p, i) => !/^\d{1,3}$/.test(p) || (values[i] as number) < 1 || (values[i] as number) > 100,
+    );
+    if (bad.length || new Set(values).size !== values.length) {
+      ctx.addIssue({ code: 'custom', message: 'must be distinct whole percentages from 1 to 100, comma-separated' });
+      return z.NEVER;
+    }
+    return values.sort((a, b) => a - b);
+  })
+  .pipe(z.array(z.number()));
+
+/** Events and webhooks; docs/events.md. */
+const eventsEnv = {
+  /** `off`: no event is written (the outbox, webhooks and GET /api/events stay empty); for comparisons. */
+  EVENTS: onOff('on'),
+  /** Percentages of a daily or monthly limit whose crossing is announced (budget.threshold), once per window each. */
+  EVENTS_BUDGET_THRESHOLDS: percentList,
+  /** Events (and their deliveries) older than this many days are deleted, hourly. */
+  EVENTS_RETENTION_DAYS: positiveInt(30),
+  /** A delivery whose receiver has not answered within this long has failed (ms). */
+  WEBHOOK_TIMEOUT_MS: positiveInt(10_000),
+  /**
+   * `on`: webhooks may target private, loopback and link-local addresses. Unset → off in
+   * production, on elsewhere (a receiver on the same machine while developing).
+   */
+  WEBHOOK_ALLOW_PRIVATE_TARGETS: optionalString.pipe(z.enum(['on', 'off']).optional()),
+  /** An endpoint with no successful delivery since its first failure this long ago is disabled (ms; 5 days). */
+  WEBHOOK_DISABLE_AFTER_MS: positiveInt(5 * 86_400_000),
+  /** How often new events are fanned out and stranded deliveries queued again, whatever else happens (ms). */
+  WEBHOOK_SWEEP_INTERVAL_MS: positiveInt(10_000),
 };
 
 /** The HTTP API and its edge (auth, limits, CORS); docs/edge.md. */
@@ -234,6 +277,7 @@ export const configSchema = z
     ...erc8004Env,
     ...ledgerEnv,
     ...jobsEnv,
+    ...eventsEnv,
     ...apiEnv,
   })
   .superRefine((config, ctx) => {
@@ -334,6 +378,7 @@ export function queueConcurrency(config: Config): Readonly<Record<QueueName, num
     recompute: config.WORKER_CONCURRENCY_RECOMPUTE,
     refresh: config.WORKER_CONCURRENCY_REFRESH ?? config.WORKER_CONCURRENCY,
     maintenance: config.WORKER_CONCURRENCY_MAINTENANCE,
+    webhooks: config.WORKER_CONCURRENCY_WEBHOOKS,
   };
 }
 
@@ -378,6 +423,25 @@ export function erc8004Options(config: Config) {
     signerKey: config.ERC8004_SIGNER_KEY as `0x${string}` | undefined,
     feedbackBaseUrl: config.ERC8004_FEEDBACK_BASE_URL?.replace(/\/+$/, ''),
     feedbackFetch: config.ERC8004_FEEDBACK_FETCH,
+  };
+}
+
+/** Whether webhooks may target private, loopback and link-local addresses (WEBHOOK_ALLOW_PRIVATE_TARGETS, resolved). */
+export function allowPrivateTargets(config: Pick<Config, 'WEBHOOK_ALLOW_PRIVATE_TARGETS' | 'NODE_ENV'>): boolean {
+  return (config.WEBHOOK_ALLOW_PRIVATE_TARGETS ?? (config.NODE_ENV === 'production' ? 'off' : 'on')) === 'on';
+}
+
+/** The events' and webhooks' settings in the shape the core services take. */
+export function eventsOptions(config: Config) {
+  return {
+    enabled: config.EVENTS,
+    budgetThresholds: config.EVENTS_BUDGET_THRESHOLDS,
+    retentionDays: config.EVENTS_RETENTION_DAYS,
+    webhooks: {
+      timeoutMs: config.WEBHOOK_TIMEOUT_MS,
+      allowPrivateTargets: allowPrivateTargets(config),
+      disableAfterMs: config.WEBHOOK_DISABLE_AFTER_MS,
+    },
   };
 }
 

@@ -16,6 +16,14 @@ export {
   type ReadCache,
 } from './cache/read-cache.ts';
 export { type ChecksJobs, createChecksJobs } from './checks/checks.service.ts';
+export {
+  agentEventCtes,
+  type EventMeta,
+  type EventParts,
+  eventCtes,
+  recipientsOf,
+} from './events/events.repository.ts';
+export { createEventsService, type EventsService, publicEventId } from './events/events.service.ts';
 export * from './idempotency/idempotency.service.ts';
 export { createProcessors } from './jobs.ts';
 export * from './keys/keys.model.ts';
@@ -56,3 +64,5 @@ export { createTransactionsService, type TransactionsService } from './transacti
 export { type ChainReader, createChainReader } from './verification/chain.ts';
 export * from './verification/verification.model.ts';
 export { createVerificationService, type VerificationService } from './verification/verification.service.ts';
+export * from './webhooks/webhooks.model.ts';
+export { createWebhooksService, type WebhooksService, type WebhooksSettings } from './webhooks/webhooks.service.ts';

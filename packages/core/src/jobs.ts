@@ -12,6 +12,12 @@ import {
 import type { Services } from './services.ts';
 import { DomainError } from './shared/errors.ts';
 import { chainCheckProcessor, recheckTransactionsProcessor } from './transactions/transactions.jobs.ts';
+import {
+  deliverWebhookProcessor,
+  dispatchEventsProcessor,
+  purgeEventsProcessor,
+  sweepWebhooksProcessor,
+} from './webhooks/webhooks.jobs.ts';
 
 /** Carries a domain refusal across the queue as a permanent, decodable failure. */
 function domainErrors<A extends unknown[], R>(fn: (...args: A) => Promise<R>): (...args: A) => Promise<R> {
@@ -45,6 +51,10 @@ export function createProcessors(services: Services, worker: string): Processors
     'maintenance.expire-holds': expireHoldsProcessor(services),
     'maintenance.recheck-transactions': recheckTransactionsProcessor(services),
     'maintenance.erc8004-index': erc8004IndexProcessor(services),
+    'maintenance.purge-events': purgeEventsProcessor(services),
+    'webhooks.dispatch': dispatchEventsProcessor(services),
+    'webhooks.deliver': deliverWebhookProcessor(services),
+    'webhooks.sweep': sweepWebhooksProcessor(services),
   };
   return Object.fromEntries(
     Object.entries(processors).map(([name, fn]) => [name, domainErrors(fn as (...a: unknown[]) => Promise<unknown>)]),

@@ -13,6 +13,7 @@ import { createApprovalsService } from './decisions/approvals.service.ts';
 import { createDecisionsService } from './decisions/decisions.service.ts';
 import { createPoliciesService } from './decisions/policies.service.ts';
 import { createErc8004Service, type Erc8004Options } from './erc8004/erc8004.service.ts';
+import { createEventsService } from './events/events.service.ts';
 import { createIdempotencyService } from './idempotency/idempotency.service.ts';
 import { createKeysService } from './keys/keys.service.ts';
 import { createOrganizationsService } from './organizations/organizations.service.ts';
@@ -26,6 +27,7 @@ import { createTransactionsService } from './transactions/transactions.service.t
 import { createChainReader } from './verification/chain.ts';
 import type { VerificationThresholds } from './verification/verification.model.ts';
 import { createVerificationService } from './verification/verification.service.ts';
+import { createWebhooksService, type WebhooksSettings } from './webhooks/webhooks.service.ts';
 
 export interface CoreDeps {
   db: Kysely<DB>;
@@ -52,13 +54,38 @@ export interface CoreDeps {
   cache?: ReadCache | undefined;
   /** The ERC-8004 registries, the indexer and the feedback export (erc8004Options of @vouch/config). */
   erc8004: Omit<Erc8004Options, 'fetchTimeoutMs'>;
+  /** Events and webhooks (docs/events.md); default: on, thresholds 80 and 100 %, private targets refused. */
+  events?: EventsOptions;
 }
+
+export interface EventsOptions {
+  enabled: boolean;
+  /** Percentages of a budget limit whose crossing is announced, ascending. */
+  budgetThresholds: number[];
+  retentionDays: number;
+  webhooks: WebhooksSettings;
+}
+
+const defaultEvents: EventsOptions = {
+  enabled: true,
+  budgetThresholds: [80, 100],
+  retentionDays: 30,
+  webhooks: { timeoutMs: 10_000, allowPrivateTargets: false, disableAfterMs: 5 * 86_400_000 },
+};
 
 /** Every use case, wired to one database, clock and job runner; built by the runtime (@vouch/runtime). */
 export function createServices(deps: CoreDeps) {
   const clock = deps.clock ?? systemClock;
   const base = { db: deps.db, clock };
   const audit = createAuditService(base);
+  const settings = deps.events ?? defaultEvents;
+  const events = createEventsService({
+    ...base,
+    runner: deps.jobs,
+    enabled: settings.enabled,
+    retentionDays: settings.retentionDays,
+    onError: deps.onBackgroundError,
+  });
   // One viem client for every chain read: the verification's and the transaction checks'.
   const chain = createChainReader(deps.chainRpcUrl, deps.chainTimeoutMs);
   const basis = deps.scoreTransactions ?? 'all';
@@ -76,6 +103,7 @@ export function createServices(deps: CoreDeps) {
   const scores = createScoresService({
     ...base,
     audit,
+    events,
     basis,
     chainConfigured: chain !== null,
     evidence: erc8004.evidence,
@@ -83,9 +111,10 @@ export function createServices(deps: CoreDeps) {
   const sanctions = createSanctionsService({
     ...base,
     cache: deps.cache,
+    events,
     rescore: (addresses) => scores.recompute(addresses, null),
   });
-  const verification = createVerificationService({ ...base, chain, thresholds: deps.verification });
+  const verification = createVerificationService({ ...base, events, chain, thresholds: deps.verification });
   const anomaly = createAnomalyService({
     ...base,
     sanctions,
@@ -111,15 +140,22 @@ export function createServices(deps: CoreDeps) {
     onEnqueueError: deps.onBackgroundError,
     recheckIntervalMs: deps.txRecheckIntervalMs ?? 60_000,
   });
-  const budgets = createBudgetsService({ ...base, audit, cache: deps.cache });
+  const budgets = createBudgetsService({
+    ...base,
+    audit,
+    events,
+    budgetThresholds: settings.budgetThresholds,
+    cache: deps.cache,
+  });
   const agents = createAgentsService({
     ...base,
     audit,
+    events,
     cache: deps.cache,
     verifiedOnly: basis === 'verified',
     identityOf: erc8004.identityOf,
   });
-  const authorizations = createAuthorizationsService({ ...base, budgets, cache: deps.cache });
+  const authorizations = createAuthorizationsService({ ...base, budgets, events });
   const policies = createPoliciesService({ ...base, audit, cache: deps.cache });
   return {
     audit,
@@ -132,6 +168,7 @@ export function createServices(deps: CoreDeps) {
     decisions: createDecisionsService({
       ...base,
       audit,
+      events,
       agents,
       budgets,
       authorizations,
@@ -140,7 +177,16 @@ export function createServices(deps: CoreDeps) {
       anomaly,
       approvalTtlMs: deps.approvalTtlMs ?? 86_400_000,
     }),
-    approvals: createApprovalsService({ ...base, audit, cache: deps.cache }),
+    approvals: createApprovalsService({ ...base, audit, events, cache: deps.cache }),
+    events,
+    webhooks: createWebhooksService({
+      ...base,
+      runner: deps.jobs,
+      audit,
+      events,
+      settings: settings.webhooks,
+      onError: deps.onBackgroundError,
+    }),
     scores,
     scoring,
     sanctions,

@@ -200,3 +200,54 @@ export const policiesCacheNotifyV1: Definition = {
     }
   },
 };
+
+/**
+ * v1 of a score's grade in SQL, for statements that announce grade changes (grade.changed) as
+ * they write scores: the same table as `gradeFor` (packages/core/src/agents/agents.model.ts;
+ * a test compares the two for every score). Immutable and in SQL, so PostgreSQL inlines it.
+ */
+export const gradeV1: Definition = {
+  async create(db) {
+    await sql`
+    CREATE FUNCTION vouch_grade(p_score integer) RETURNS text LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
+      SELECT CASE
+        WHEN p_score >= 950 THEN 'AAA' WHEN p_score >= 900 THEN 'AA' WHEN p_score >= 850 THEN 'A'
+        WHEN p_score >= 750 THEN 'BBB' WHEN p_score >= 650 THEN 'BB' WHEN p_score >= 550 THEN 'B'
+        WHEN p_score >= 450 THEN 'CCC' WHEN p_score >= 350 THEN 'CC' WHEN p_score >= 250 THEN 'C'
+        ELSE 'D' END
+    $$`.execute(db);
+  },
+  async drop(db) {
+    await sql`DROP FUNCTION IF EXISTS vouch_grade(integer)`.execute(db);
+  },
+};
+
+/**
+ * v1 of the events' horizon: a transaction id below which every transaction of this database
+ * has finished, so the events below it will never change (docs/events.md "Reading in order").
+ * It is the oldest transaction still running in this database, or the next one to start if none
+ * is. PostgreSQL's own snapshot horizon counts the transactions of every database of the cluster,
+ * so a long write in another database would hold events back; those are left out by their
+ * `pg_stat_activity` entry. A running transaction whose database is not known is counted: at
+ * worst an event waits for it.
+ */
+export const eventsHorizonV1: Definition = {
+  async create(db) {
+    await sql`
+    CREATE FUNCTION vouch_events_horizon() RETURNS xid8 LANGUAGE sql VOLATILE AS $$
+      WITH s AS (SELECT pg_current_snapshot() AS snap),
+      elsewhere AS (
+        SELECT a.backend_xid::text AS xid FROM pg_stat_activity a
+        WHERE a.backend_xid IS NOT NULL
+          AND a.datid <> (SELECT d.oid FROM pg_database d WHERE d.datname = current_database())
+      )
+      SELECT coalesce(
+        (SELECT min(x) FROM s, pg_snapshot_xip(s.snap) AS x
+          WHERE (x::text::numeric % 4294967296)::text NOT IN (SELECT xid FROM elsewhere)),
+        (SELECT pg_snapshot_xmax(s.snap) FROM s))
+    $$`.execute(db);
+  },
+  async drop(db) {
+    await sql`DROP FUNCTION IF EXISTS vouch_events_horizon()`.execute(db);
+  },
+};

@@ -52,6 +52,12 @@ export interface BudgetsTable {
   day_start: Timestamp;
   month_start: Timestamp;
   last_refusal: string | null;
+  /** The highest budget threshold (a percentage) announced in the window starting at day_start / month_start. */
+  daily_alerted: Generated<number>;
+  monthly_alerted: Generated<number>;
+  /** What the two were before the last spend: the thresholds above these and up to those were crossed by it. */
+  daily_alerted_before: Generated<number>;
+  monthly_alerted_before: Generated<number>;
   created_at: Timestamp;
   updated_at: Timestamp;
 }
@@ -404,6 +410,71 @@ export interface Erc8004ExportsTable {
   created_at: Timestamp;
 }
 
+export interface EventsTable {
+  id: Generated<string>;
+  organization_id: string;
+  type: string;
+  agent: string | null;
+  data: Json;
+  created_at: Timestamp;
+  /** The writing transaction (xid8, as text): events are read in its order (docs/events.md). */
+  txid: Generated<string>;
+}
+
+export interface EventDispatchTable {
+  organization_id: string;
+  txid: string;
+  event_id: string;
+}
+
+export interface WebhooksTable {
+  id: string;
+  organization_id: string;
+  url: string;
+  description: string | null;
+  event_types: string[];
+  secret: string;
+  previous_secret: string | null;
+  previous_secret_expires_at: Timestamp | null;
+  enabled: Generated<boolean>;
+  disabled_reason: string | null;
+  disabled_at: Timestamp | null;
+  /** The first failed attempt since the last success (null while the endpoint answers). */
+  failing_since: Timestamp | null;
+  last_success_at: Timestamp | null;
+  created_at: Timestamp;
+  updated_at: Timestamp;
+}
+
+export type DeliveryStatus = 'pending' | 'succeeded' | 'failed';
+
+export interface WebhookDeliveriesTable {
+  id: Generated<string>;
+  organization_id: string;
+  webhook_id: string;
+  event_id: string;
+  status: Generated<DeliveryStatus>;
+  /** Bumped each time the delivery is sent again (retry, replay): its job's id. */
+  run: Generated<number>;
+  attempts: Generated<number>;
+  next_attempt_at: Timestamp | null;
+  last_status_code: number | null;
+  last_error: string | null;
+  last_attempt_at: Timestamp | null;
+  delivered_at: Timestamp | null;
+  created_at: Timestamp;
+}
+
+export interface WebhookAttemptsTable {
+  id: Generated<string>;
+  delivery_id: string;
+  attempt: number;
+  status_code: number | null;
+  duration_ms: number;
+  error: string | null;
+  created_at: Timestamp;
+}
+
 export interface DB {
   agents: AgentsTable;
   score_events: ScoreEventsTable;
@@ -430,6 +501,11 @@ export interface DB {
   erc8004_feedback: Erc8004FeedbackTable;
   erc8004_responses: Erc8004ResponsesTable;
   erc8004_exports: Erc8004ExportsTable;
+  events: EventsTable;
+  event_dispatch: EventDispatchTable;
+  webhooks: WebhooksTable;
+  webhook_deliveries: WebhookDeliveriesTable;
+  webhook_attempts: WebhookAttemptsTable;
 }
 
 export type AgentRow = Selectable<AgentsTable>;
@@ -442,3 +518,6 @@ export type DecisionRow = Selectable<DecisionsTable>;
 export type ApprovalRow = Selectable<ApprovalsTable>;
 export type TransactionRow = Selectable<TransactionsTable>;
 export type IdempotencyRow = Selectable<IdempotencyKeysTable>;
+export type EventRow = Selectable<EventsTable>;
+export type WebhookRow = Selectable<WebhooksTable>;
+export type DeliveryRow = Selectable<WebhookDeliveriesTable>;

@@ -76,6 +76,7 @@ describe('migration 20261126000000-organizations', () => {
       ('k3', 'admin', 'h3', ARRAY['admin'])`.execute(database.db);
     const before = await contents();
 
+    // Up to this migration: later ones add columns of their own.
     const up = await migrator.migrateTo('20261126000000-organizations');
     expect(up.error).toBeUndefined();
     expect(await contents()).toEqual(before);

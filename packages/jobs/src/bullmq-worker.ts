@@ -56,6 +56,14 @@ export function startBullmqWorkers(options: BullmqWorkersOptions) {
           case 'refused':
             log.info({ code: outcome.error.code }, 'job refused');
             throw new UnrecoverableError(encodeJobError(outcome.error));
+          case 'later':
+            // The job's own schedule (RunAgainLater): back to delayed, no attempt spent.
+            if (token) {
+              log.debug({ reason: outcome.reason, retryInMs: outcome.delayMs }, 'job runs again later');
+              await job.moveToDelayed(Date.now() + outcome.delayMs, token);
+              throw new DelayedError();
+            }
+            throw new Error(outcome.reason);
           case 'unavailable':
             if (token) {
               log.warn({ err: outcome.cause, retryInMs: outcome.delayMs }, 'database unavailable; job retried shortly');

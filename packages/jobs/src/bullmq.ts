@@ -274,7 +274,8 @@ export function createBullmqRunner(options: BullmqOptions): JobRunner & { queues
       const added = await guarded(() =>
         queueFor(job).add(job.name, data, {
           ...jobOptions(job),
-          jobId: `${job.queue}-${randomUUID()}`,
+          // BullMQ adds nothing when a job with this id exists.
+          jobId: `${job.queue}-${opts?.jobKey ?? randomUUID()}`,
           ...(opts?.delayMs && { delay: opts.delayMs }),
           ...(opts?.dedupeId && { deduplication: { id: opts.dedupeId, keepLastIfActive: true } }),
         }),

@@ -47,3 +47,19 @@ export class DomainJobError extends Error {
     this.name = 'DomainJobError';
   }
 }
+
+/**
+ * Thrown by a processor that has done its part for now and wants its job run again after
+ * `delayMs`, without spending an attempt: the job keeps a schedule of its own (a webhook
+ * delivery's attempts and backoff are its row's, so they survive a lost job). Both transports
+ * carry it out the same way (docs/jobs.md).
+ */
+export class RunAgainLater extends Error {
+  constructor(
+    readonly delayMs: number,
+    reason = 'run again later',
+  ) {
+    super(reason);
+    this.name = 'RunAgainLater';
+  }
+}

@@ -1,5 +1,5 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
-import { DomainJobError } from './errors.ts';
+import { DomainJobError, RunAgainLater } from './errors.ts';
 import { backoffMs, createExecutor, UNAVAILABLE_RETRY_MS, verifyProcessors } from './executor.ts';
 import { createInProcessRunner } from './in-process.ts';
 import type { Processors } from './processor.ts';
@@ -67,6 +67,17 @@ describe('the executor', () => {
     expect(await execute(request(1))).toEqual({ kind: 'refused', error: refusal });
   });
 
+  it('runs a job again when its processor asks to, after the delay it names, on any attempt', async () => {
+    const execute = createExecutor({
+      processors: processorsWith(async () => {
+        throw new RunAgainLater(300_000, 'attempt 2 failed');
+      }),
+    });
+    const { attempts } = jobs.sanctions.options;
+    // Not an error: the last attempt is no different, nothing is spent.
+    expect(await execute(request(attempts))).toEqual({ kind: 'later', delayMs: 300_000, reason: 'attempt 2 failed' });
+  });
+
   it('retries other errors with exponential backoff until the last attempt', async () => {
     const boom = new Error('boom');
     const execute = createExecutor({
@@ -115,7 +126,7 @@ describe('the in-process runner', () => {
           return screening;
         }),
       }),
-      concurrency: { scores: 1, checks: 1, recompute: 1, refresh: 1, maintenance: 1 },
+      concurrency: { scores: 1, checks: 1, recompute: 1, refresh: 1, maintenance: 1, webhooks: 1 },
       waitMs: 60_000,
     });
     return { runner, calls };
@@ -129,6 +140,42 @@ describe('the in-process runner', () => {
     await vi.advanceTimersByTimeAsync(1 + 2 * jobs.sanctions.options.backoffMs);
     expect(await outcome).toMatchObject({ state: 'completed', result: screening });
     expect(calls.count).toBe(3);
+  });
+
+  it('runs a job that asks to run again after its delay, as often as it asks, without spending attempts', async () => {
+    const calls = { count: 0 };
+    const runner = createInProcessRunner({
+      execute: createExecutor({
+        processors: processorsWith(async () => {
+          calls.count++;
+          if (calls.count <= 5) throw new RunAgainLater(60_000);
+          return screening;
+        }),
+      }),
+      concurrency: { scores: 1, checks: 1, recompute: 1, refresh: 1, maintenance: 1, webhooks: 1 },
+      waitMs: 3_600_000,
+    });
+    const outcome = runner.run(jobs.sanctions, { address: ADDRESS });
+    await vi.advanceTimersByTimeAsync(59_999);
+    expect(calls.count).toBe(1);
+    await vi.advanceTimersByTimeAsync(5 * 60_000);
+    // Six runs, twice the job's attempts: none was spent.
+    expect(await outcome).toMatchObject({ state: 'completed', result: screening });
+    expect(calls.count).toBe(6);
+  });
+
+  it('adds nothing when a job with the same key has not finished, and adds it again once it has', async () => {
+    const { runner, calls } = runnerFailing(() => false);
+    const first = await runner.enqueue(jobs.sanctions, { address: ADDRESS }, { jobKey: 'k1', delayMs: 1000 });
+    const again = await runner.enqueue(jobs.sanctions, { address: ADDRESS }, { jobKey: 'k1' });
+    expect(first.jobId).toBe('checks-k1');
+    expect(again.jobId).toBe('checks-k1');
+    await vi.advanceTimersByTimeAsync(1000);
+    expect(calls.count).toBe(1);
+    expect((await runner.get('checks-k1'))?.status).toBe('completed');
+    await runner.enqueue(jobs.sanctions, { address: ADDRESS }, { jobKey: 'k1' });
+    await vi.advanceTimersByTimeAsync(10);
+    expect(calls.count).toBe(2);
   });
 
   it('fails after the last attempt with what the processor threw', async () => {

@@ -1,4 +1,4 @@
-import { DomainJobError, type EncodedJobError } from './errors.ts';
+import { DomainJobError, type EncodedJobError, RunAgainLater } from './errors.ts';
 import type { JobContext, Processors } from './processor.ts';
 import { type AnyJob, jobsByName } from './registry.ts';
 
@@ -14,6 +14,8 @@ export const UNAVAILABLE_RETRY_FOR_MS = 10 * 60_000;
  * - `refused`: a domain refusal (or a payload the registry refuses): permanent, never retried;
  * - `unavailable`: a dependency (the database) is down — run again in `delayMs` without
  *   spending an attempt, while the job is younger than UNAVAILABLE_RETRY_FOR_MS;
+ * - `later`: the processor asked to run again after a delay of its choosing (RunAgainLater): not
+ *   an error, no attempt spent;
  * - `retry`: any other error with attempts left — run again after the registry's exponential
  *   backoff, `backoffMs × 2^(attempt−1)` (BullMQ's own `exponential` formula);
  * - `failed`: any other error on the last attempt.
@@ -22,6 +24,7 @@ export type Execution =
   | { kind: 'completed'; result: unknown }
   | { kind: 'refused'; error: EncodedJobError }
   | { kind: 'unavailable'; delayMs: number; cause: unknown }
+  | { kind: 'later'; delayMs: number; reason: string }
   | { kind: 'retry'; delayMs: number; cause: unknown }
   | { kind: 'failed'; cause: unknown };
 
@@ -74,6 +77,9 @@ export function createExecutor(options: ExecutorOptions): Executor {
       const result = await processor(parsed.data, { ...context, attempt });
       return { kind: 'completed', result: job.result.parse(result) };
     } catch (error) {
+      if (error instanceof RunAgainLater) {
+        return { kind: 'later', delayMs: Math.max(0, Math.round(error.delayMs)), reason: error.message };
+      }
       if (error instanceof DomainJobError) return { kind: 'refused', error: error.encoded };
       if (options.isUnavailable?.(error) && Date.now() - queuedAt < UNAVAILABLE_RETRY_FOR_MS) {
         return { kind: 'unavailable', delayMs: UNAVAILABLE_RETRY_MS, cause: error };

@@ -70,7 +70,7 @@ export function createInProcessRunner(options: InProcessOptions): JobRunner {
   let closed = false;
   const timers: NodeJS.Timeout[] = [];
 
-  function create(job: AnyJob, payload: unknown, status: JobStatus): JobRecord {
+  function create(job: AnyJob, payload: unknown, status: JobStatus, key?: string): JobRecord {
     const parsed = job.payload.parse(payload);
     let finish!: () => void;
     const finished = new Promise<void>((resolve) => {
@@ -78,7 +78,7 @@ export function createInProcessRunner(options: InProcessOptions): JobRunner {
     });
     const record: JobRecord = {
       info: {
-        id: `${job.queue}-${randomUUID()}`,
+        id: `${job.queue}-${key ?? randomUUID()}`,
         name: job.name,
         queue: job.queue,
         status,
@@ -143,6 +143,11 @@ export function createInProcessRunner(options: InProcessOptions): JobRunner {
           break;
         case 'refused':
           complete(record, null, outcome.error);
+          break;
+        case 'later':
+          // The job's own schedule: run again after its delay, attempt not spent.
+          record.info.status = 'delayed';
+          schedule(record, outcome.delayMs, childrenValues);
           break;
         case 'unavailable':
         case 'retry':
@@ -239,7 +244,12 @@ export function createInProcessRunner(options: InProcessOptions): JobRunner {
         const existing = dedupe.get(opts.dedupeId);
         if (existing && records.get(existing)?.info.status !== 'active') return { jobId: existing };
       }
-      const record = create(job, payload, opts?.delayMs ? 'delayed' : 'waiting');
+      if (opts?.jobKey) {
+        // As BullMQ: a job with this id that has not finished makes this a no-op.
+        const existing = records.get(`${job.queue}-${opts.jobKey}`);
+        if (existing && existing.info.finishedAt === null) return { jobId: existing.info.id };
+      }
+      const record = create(job, payload, opts?.delayMs ? 'delayed' : 'waiting', opts?.jobKey);
       if (opts?.dedupeId) {
         record.dedupeId = opts.dedupeId;
         dedupe.set(opts.dedupeId, record.info.id);

@@ -139,6 +139,41 @@ export const jobs = {
     // and trims nothing, so a burst of recorded transactions keeps the verifications' results.
     options: { keepCompletedSeconds: 0, keepCount: 0 },
   }),
+  dispatchEvents: defineJob({
+    name: 'webhooks.dispatch',
+    queue: 'webhooks',
+    // Fans new events out to the subscriptions that match them; asked for after a commit that
+    // wrote events (deduplicated), and by every sweep.
+    payload: z.object({}),
+    result: z.object({ events: z.number().int(), deliveries: z.number().int() }),
+    options: { keepCompletedSeconds: 0, keepCount: 0 },
+  }),
+  deliverWebhook: defineJob({
+    name: 'webhooks.deliver',
+    queue: 'webhooks',
+    // One delivery of one event to one endpoint; its attempts and their schedule are the
+    // delivery row's (the processor asks to run again later), so the job's own attempts only
+    // cover unexpected errors. `run` changes when a delivery is sent again (retry, replay).
+    payload: z.object({ deliveryId: z.string().regex(/^[1-9]\d{0,17}$/), run: z.number().int().min(1) }),
+    result: z.object({ status: z.enum(['succeeded', 'failed', 'pending', 'gone']), attempts: z.number().int() }),
+    options: { keepCompletedSeconds: 0, keepCount: 0 },
+  }),
+  sweepWebhooks: defineJob({
+    name: 'webhooks.sweep',
+    queue: 'webhooks',
+    // Nothing is stranded: events written while the queue was away are fanned out, and due
+    // deliveries whose job was lost are queued again.
+    payload: z.object({}),
+    result: z.object({ events: z.number().int(), deliveries: z.number().int(), requeued: z.number().int() }),
+    options: { keepCompletedSeconds: 0, keepCount: 0 },
+  }),
+  purgeEvents: defineJob({
+    name: 'maintenance.purge-events',
+    queue: 'maintenance',
+    payload: z.object({}),
+    result: z.object({ purged: z.number().int() }),
+    options: { keepCompletedSeconds: 86_400, keepCount: 100 },
+  }),
   verify: defineJob({
     name: 'checks.verify',
     queue: 'checks',

@@ -32,6 +32,12 @@ export interface EnqueueOptions {
   /** Collapse jobs with the same id while one waits; one more runs if added while active. */
   dedupeId?: string;
   delayMs?: number;
+  /**
+   * The job's id is `<queue>-<jobKey>` instead of a random one: while a job with that id is
+   * waiting, delayed or running, enqueuing it again adds nothing (a finished one may be added
+   * again once it is gone: jobs that keep no result are gone when they finish).
+   */
+  jobKey?: string;
 }
 
 export interface FlowChild<J extends AnyJob = AnyJob> {

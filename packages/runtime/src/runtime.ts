@@ -6,6 +6,7 @@ import {
   checksOptions,
   databaseOptions,
   erc8004Options,
+  eventsOptions,
   queueConcurrency,
   queueNames,
   scoreTransactions,
@@ -43,6 +44,9 @@ import pino, { type Logger } from 'pino';
  * - `cli`: a one-shot command (migrate, import); jobs, if any, run in this process.
  */
 export type Role = 'all' | 'api' | 'worker' | 'cli';
+
+/** Events past EVENTS_RETENTION_DAYS are deleted this often. */
+const EVENTS_PURGE_INTERVAL_MS = 3_600_000;
 
 export interface RuntimeOverrides {
   /** Default: the configuration's VOUCH_ROLE. */
@@ -182,6 +186,7 @@ export async function createRuntime(config: Config, overrides: RuntimeOverrides 
       scoreTransactions: scoreTransactions(config),
       txRecheckIntervalMs: config.TX_RECHECK_INTERVAL_MS,
       erc8004: erc8004Options(config),
+      events: eventsOptions(config),
       refreshDelayMs: overrides.refreshDelayMs,
       onBackgroundError: (err, context) => logger.warn({ err, ...context }, 'background job could not be scheduled'),
     });
@@ -224,6 +229,16 @@ export async function createRuntime(config: Config, overrides: RuntimeOverrides 
       await jobs
         .every(jobsRegistry.expireHolds, {}, config.HOLD_SWEEP_INTERVAL_MS)
         .catch((err) => logger.warn({ err }, 'the expiry of holds could not be scheduled; retried at next start'));
+      // Events: fanned out and stranded deliveries queued again on a schedule, whatever else
+      // happens; old ones deleted hourly.
+      if (config.EVENTS) {
+        await jobs
+          .every(jobsRegistry.sweepWebhooks, {}, config.WEBHOOK_SWEEP_INTERVAL_MS)
+          .catch((err) => logger.warn({ err }, 'the webhook sweep could not be scheduled; retried at next start'));
+      }
+      await jobs
+        .every(jobsRegistry.purgeEvents, {}, EVENTS_PURGE_INTERVAL_MS)
+        .catch((err) => logger.warn({ err }, 'the events purge could not be scheduled; retried at next start'));
       // Transactions whose check was lost (Redis away when recorded, a restart) or may still change.
       if (config.CHAIN_RPC_URL) {
         await jobs

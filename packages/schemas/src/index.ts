@@ -4,6 +4,7 @@ export * from './checks.ts';
 export * from './decisions.ts';
 export * from './envelope.ts';
 export * from './erc8004.ts';
+export * from './events.ts';
 export * from './jobs.ts';
 export * from './keys.ts';
 export * from './organizations.ts';

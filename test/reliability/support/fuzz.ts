@@ -2,7 +2,15 @@ import { randomBytes } from 'node:crypto';
 import type { App } from '@vouch/api';
 import { type Database, sql } from '@vouch/db';
 import { MAX_UINT256 } from '@vouch/schemas';
-import { createAgentWithBudget, createTestApp, randomAddress, recordTx, type TestContext } from '@vouch/testkit';
+import {
+  createAgentWithBudget,
+  createTestApp,
+  randomAddress,
+  recordTx,
+  startReceiver,
+  type TestContext,
+  until,
+} from '@vouch/testkit';
 import fc from 'fast-check';
 import type { RouteOptions } from 'fastify';
 import { expect } from 'vitest';
@@ -44,6 +52,7 @@ export const ROUTES_WITHOUT_BODY: ReadonlySet<string> = new Set([
   'GET /api/budgets/:address/authorizations',
   'GET /api/budgets/:address/authorizations/:id',
   'GET /api/budgets/:address/spends',
+  'GET /api/events',
   'GET /api/jobs/:id',
   'GET /api/keys',
   'DELETE /api/keys/:id',
@@ -53,6 +62,13 @@ export const ROUTES_WITHOUT_BODY: ReadonlySet<string> = new Set([
   'GET /api/scores/:address',
   'GET /api/transactions/:address',
   'GET /api/transactions/:address/stats',
+  'GET /api/webhooks',
+  'GET /api/webhooks/:id',
+  'DELETE /api/webhooks/:id',
+  'POST /api/webhooks/:id/rotate-secret',
+  'POST /api/webhooks/:id/test',
+  'GET /api/webhooks/:id/deliveries',
+  'POST /api/webhooks/:id/deliveries/:deliveryId/retry',
 ]);
 
 /** Pages served for browsers (the docs UI, the queue dashboard): not part of the API the table covers. */
@@ -102,12 +118,22 @@ export async function fuzzTarget(
   adminKey: string,
 ): Promise<{ t: TestContext; routes: FuzzRoute[]; fixtures: FuzzFixtures }> {
   const collector = routeCollector();
-  const t = await createTestApp({
+  const app = await createTestApp({
     start: '2026-06-15T12:00:00Z',
     jobs: 'in-process',
     refreshDelayMs: 3_600_000,
+    env: { WEBHOOK_ALLOW_PRIVATE_TARGETS: 'on', WEBHOOK_SWEEP_INTERVAL_MS: '3600000' },
     edge: { onRoute: collector.onRoute, auth: { mode: 'off', adminKey } },
   });
+  // Webhook deliveries go to a receiver that answers 200.
+  const receiver = await startReceiver();
+  const t: TestContext = {
+    ...app,
+    close: async () => {
+      await app.close();
+      await receiver.close();
+    },
+  };
   // Limits that admit many spends, and a per-transaction limit random amounts can exceed.
   const max = MAX_UINT256.toString();
   const agent = await createAgentWithBudget(t.app, { dailyLimit: max, monthlyLimit: max, perTxLimit: '1000000000000' });
@@ -135,6 +161,22 @@ export async function fuzzTarget(
   if (spent.statusCode !== 200 || held.statusCode !== 201 || policy.statusCode !== 200 || reviewed.statusCode !== 200) {
     throw new Error(`fixtures: ${spent.body} ${held.body} ${policy.body} ${reviewed.body}`);
   }
+  // A webhook with one delivered test event, for the routes that take an endpoint and a delivery.
+  const hook = await t.app.inject({
+    method: 'POST',
+    url: '/api/webhooks',
+    payload: { url: receiver.url, eventTypes: ['sanctions.hit'] },
+  });
+  const webhookId = hook.json().data.id as string;
+  const test = await t.app.inject({ method: 'POST', url: `/api/webhooks/${webhookId}/test` });
+  const deliveryId = test.json().data.deliveryId as string;
+  await until(async () => receiver.requests.length > 0, 15_000);
+  // Another one for DELETE, so that the other routes keep theirs.
+  const spare = await t.app.inject({
+    method: 'POST',
+    url: '/api/webhooks',
+    payload: { url: receiver.url, eventTypes: ['sanctions.hit'] },
+  });
   return {
     t,
     routes: collector.routes,
@@ -146,6 +188,10 @@ export async function fuzzTarget(
       authorizationId: held.json().data.authorizationId,
       decisionId: reviewed.json().data.decisionId,
       approvalId: reviewed.json().data.approvalId,
+      webhookId,
+      deliveryId,
+      spareWebhookId: spare.json().data.id as string,
+      receiverUrl: receiver.url,
     },
   };
 }
@@ -166,6 +212,11 @@ export interface FuzzFixtures {
   /** A decision that asked for review, and its approval (pending). */
   decisionId?: string;
   approvalId?: string;
+  /** A webhook endpoint and one of its deliveries, another for DELETE, and where endpoints may point. */
+  webhookId?: string;
+  deliveryId?: string;
+  spareWebhookId?: string;
+  receiverUrl?: string;
 }
 
 /** JSON text written as is: numbers JSON.stringify cannot produce (1e400, 2^300, -0), deep nesting. */
@@ -498,8 +549,70 @@ function bodyTemplates(fx: FuzzFixtures): Record<string, fc.Arbitrary<Record<str
       },
       { requiredKeys: [] },
     ),
+    'POST /api/webhooks': fc.record(
+      { url: webhookUrl, eventTypes: eventTypesLike, description: fc.oneof(fc.string({ maxLength: 40 }), nastyValue) },
+      { requiredKeys: ['url', 'eventTypes'] },
+    ),
+    'PATCH /api/webhooks/:id': fc.record(
+      {
+        url: webhookUrl,
+        eventTypes: eventTypesLike,
+        description: fc.oneof(fc.string({ maxLength: 40 }), fc.constant(null), nastyValue),
+        enabled: fc.oneof(fc.boolean(), nastyValue),
+      },
+      { requiredKeys: [] },
+    ),
+    'POST /api/webhooks/:id/replay': fc.record(
+      {
+        since: fc.oneof(fc.integer({ min: 0, max: 2 ** 32 }), nastyNumber, nastyValue),
+        until: fc.oneof(fc.integer({ min: 0, max: 2 ** 32 }), nastyNumber, nastyValue),
+      },
+      { requiredKeys: ['since'] },
+    ),
   };
 }
+
+/**
+ * Event types a fuzzed webhook may subscribe to: none that the fuzzed requests emit, so that no
+ * delivery is created in the background while a refusal's tables are compared.
+ */
+const QUIET_TYPES = [
+  'sanctions.hit',
+  'approval.requested',
+  'refund.created',
+  'authorization.created',
+  'webhook.disabled',
+];
+
+const eventTypesLike = fc.oneof(
+  { weight: 6, arbitrary: fc.subarray(QUIET_TYPES, { minLength: 1 }) },
+  {
+    weight: 2,
+    arbitrary: fc.array(fc.constantFrom(...QUIET_TYPES, 'webhook.test', 'spend.everything', 'SANCTIONS.HIT', ''), {
+      maxLength: 4,
+    }),
+  },
+  { weight: 1, arbitrary: nastyValue },
+);
+
+const webhookUrl = fc.oneof(
+  {
+    weight: 4,
+    arbitrary: fc.constantFrom(
+      'https://example.com/hooks',
+      'http://127.0.0.1:9/hooks',
+      'http://[::1]:9/x',
+      'ftp://example.com/x',
+      'https://user:pw@example.com/',
+      'https://example.com/#f',
+      'javascript:alert(1)',
+      'http://',
+      '//example.com',
+    ),
+  },
+  { weight: 2, arbitrary: fc.webUrl() },
+  { weight: 1, arbitrary: nastyValue },
+);
 
 /** A body close to what the route expects, with fields replaced, dropped or added. */
 function bodyFor(route: FuzzRoute, fx: FuzzFixtures): fc.Arbitrary<unknown> {
@@ -627,7 +740,8 @@ function paramFor(name: string, fx: FuzzFixtures): fc.Arbitrary<string> {
             fc.constant(null).map(() => `scores-${crypto.randomUUID()}`),
             fc.constant(null).map(() => `checks-${crypto.randomUUID()}`),
             fc.constant(null).map(() => hex(8)),
-            fc.constantFrom('default', 'nobody'),
+            fc.constant(null).map(() => `wh_${hex(8)}`),
+            fc.constantFrom('default', 'nobody', 'wh_', 'dlv_1', 'dlv_0', `dlv_${'9'.repeat(30)}`),
             nastyValue,
           )
         : fc.oneof(
@@ -661,6 +775,10 @@ const queryKeys = [
   'from',
   'to',
   'organizationId',
+  'type',
+  'agent',
+  'since',
+  'status',
   '__proto__',
   'constructor',
   'x',
@@ -775,6 +893,12 @@ function validBodies(fx: FuzzFixtures): Record<string, fc.Arbitrary<unknown>> {
     }),
     'PUT /api/policies/default': fc.constant({ rules: [{ name: 'all', action: 'allow' }] }),
     'PATCH /api/organizations/:id': fc.record({ name: fc.constantFrom('Default organization', 'Renamed') }),
+    'POST /api/webhooks': fc.record({
+      url: fc.constant(fx.receiverUrl ?? 'https://example.com/hooks'),
+      eventTypes: fc.subarray(QUIET_TYPES, { minLength: 1 }),
+    }),
+    'PATCH /api/webhooks/:id': fc.record({ description: fc.constantFrom('fuzzed', null) }),
+    'POST /api/webhooks/:id/replay': fc.record({ since: fc.integer({ min: 0, max: 2 ** 31 }) }),
   };
 }
 
@@ -808,9 +932,19 @@ function validRequest(route: FuzzRoute, fx: FuzzFixtures): fc.Arbitrary<FuzzRequ
                   ? fx.decisionId
                   : route.url.startsWith('/api/approvals/')
                     ? fx.approvalId
-                    : undefined;
+                    : route.url.startsWith('/api/webhooks/')
+                      ? route.method === 'DELETE'
+                        ? fx.spareWebhookId
+                        : fx.webhookId
+                      : undefined;
       const path = route.url.replace(/:(\w+)|\*/g, (_, name) =>
-        name === 'address' ? fx.agent : name ? (id ?? hex(8)) : 'index.html',
+        name === 'address'
+          ? fx.agent
+          : name === 'deliveryId'
+            ? (fx.deliveryId ?? hex(8))
+            : name
+              ? (id ?? hex(8))
+              : 'index.html',
       );
       const headers: Record<string, string> = { authorization: `Bearer ${fx.adminKey}` };
       if (payload !== undefined) headers['content-type'] = 'application/json';
@@ -890,19 +1024,34 @@ const SNAPSHOT_TABLES: Record<string, string> = {
   erc8004_exports: 'SELECT * FROM erc8004_exports',
   // last_used_at is written off the request path by design (docs/edge.md).
   api_keys: 'SELECT id, name, key_hash, scopes, expires_at, revoked_at, created_at FROM api_keys',
+  events: 'SELECT id, organization_id, type, agent, data, created_at FROM events',
+  // A delivery's attempts and its endpoint's failure record are kept in the background, by design.
+  webhooks:
+    'SELECT id, organization_id, url, description, event_types, secret, previous_secret, enabled, updated_at FROM webhooks',
+  // Deliveries are created by the fan-out in the background, whenever events of an earlier
+  // request reach it: what a request itself can change is a delivery sent again (run > 1).
+  webhook_deliveries: 'SELECT id, webhook_id, event_id, run, created_at FROM webhook_deliveries WHERE run > 1',
 };
 
 export type Snapshot = Record<string, { rows: number; digest: string }>;
 
-/** Row count and a digest of every row of every table. */
+/**
+ * Row count and a digest of every row of every table, in one statement (one round trip: it runs
+ * twice per refused request, and on the embedded database a statement per table made R9 slow).
+ */
 export async function snapshot(database: Database): Promise<Snapshot> {
+  const columns = Object.entries(SNAPSHOT_TABLES).map(
+    ([table, query]) => sql`(SELECT json_build_object('rows', count(*)::int,
+        'digest', md5(coalesce(string_agg(t::text, '|' ORDER BY t::text), ''))) FROM (${sql.raw(query)}) AS t) AS ${sql.id(table)}`,
+  );
+  const result = await sql<Record<string, { rows: number; digest: string } | string>>`
+    SELECT ${sql.join(columns)}`.execute(database.db);
+  const row = result.rows[0] ?? {};
   const out: Snapshot = {};
-  for (const [table, query] of Object.entries(SNAPSHOT_TABLES)) {
-    const result = await sql<{ rows: number; digest: string | null }>`
-      SELECT count(*)::int AS rows, md5(coalesce(string_agg(t::text, '|' ORDER BY t::text), '')) AS digest
-      FROM (${sql.raw(query)}) AS t`.execute(database.db);
-    const row = result.rows[0];
-    out[table] = { rows: row?.rows ?? 0, digest: row?.digest ?? '' };
+  for (const table of Object.keys(SNAPSHOT_TABLES)) {
+    const value = row[table];
+    // The pg driver parses json; PGlite may hand it over as text.
+    out[table] = typeof value === 'string' ? JSON.parse(value) : (value ?? { rows: 0, digest: '' });
   }
   return out;
 }
@@ -999,6 +1148,9 @@ export async function fuzzRoutes(
           .executeTakeFirst();
         expect(last?.accepted, label).toBe(false);
         if (after.spends) expected.spends = after.spends;
+        // And its spend.refused event.
+        expect(after.events?.rows, label).toBe((before.events?.rows ?? 0) + 1);
+        if (after.events) expected.events = after.events;
         // Only last_refusal and updated_at may move; limits, counters and windows may not.
         if (after.budgets) expected.budgets = after.budgets;
         // The refusal is in the organization's audit log: one more entry.

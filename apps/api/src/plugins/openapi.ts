@@ -255,6 +255,7 @@ export const openapiPlugin = fp(
           { name: 'scores', description: 'The score model' },
           { name: 'verification', description: 'Verification runs and sanctions screening' },
           { name: 'jobs', description: 'Queued work' },
+          { name: 'events', description: 'The organization’s events, and webhooks that deliver them (docs/events.md)' },
           { name: 'keys', description: 'API keys (admin scope)' },
           { name: 'organizations', description: 'Organizations (the operator) and the audit log (admin scope)' },
           { name: 'operations', description: 'Health, readiness, metrics and this document' },

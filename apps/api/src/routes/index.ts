@@ -5,6 +5,7 @@ import { approvalsRoutes } from './approvals.routes.ts';
 import { auditRoutes } from './audit.routes.ts';
 import { budgetsRoutes } from './budgets.routes.ts';
 import { decisionsRoutes } from './decisions.routes.ts';
+import { eventsRoutes } from './events.routes.ts';
 import { jobsRoutes } from './jobs.routes.ts';
 import { keysRoutes } from './keys.routes.ts';
 import { organizationsRoutes } from './organizations.routes.ts';
@@ -12,6 +13,7 @@ import { policiesRoutes } from './policies.routes.ts';
 import { scoresRoutes } from './scores.routes.ts';
 import { transactionsRoutes } from './transactions.routes.ts';
 import { verifyRoutes } from './verify.routes.ts';
+import { webhooksRoutes } from './webhooks.routes.ts';
 
 /**
  * Every `/api` route, one file per URL prefix, registered in this order by buildApp. The
@@ -24,6 +26,7 @@ export const apiRoutes: ReadonlyArray<{ prefix: string; plugin: FastifyPluginAsy
   { prefix: '/api/audit', plugin: auditRoutes },
   { prefix: '/api/budgets', plugin: budgetsRoutes },
   { prefix: '/api/decisions', plugin: decisionsRoutes },
+  { prefix: '/api/events', plugin: eventsRoutes },
   { prefix: '/api/jobs', plugin: jobsRoutes },
   { prefix: '/api/keys', plugin: keysRoutes },
   { prefix: '/api/organizations', plugin: organizationsRoutes },
@@ -31,4 +34,5 @@ export const apiRoutes: ReadonlyArray<{ prefix: string; plugin: FastifyPluginAsy
   { prefix: '/api/scores', plugin: scoresRoutes },
   { prefix: '/api/transactions', plugin: transactionsRoutes },
   { prefix: '/api/verify', plugin: verifyRoutes },
+  { prefix: '/api/webhooks', plugin: webhooksRoutes },
 ];

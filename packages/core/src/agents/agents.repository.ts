@@ -1,6 +1,7 @@
 import { type AgentRow, type DB, type Kysely, sql } from '@vouch/db';
 import type { SortOrder } from '@vouch/schemas';
 import { sanctionedSql } from '../sanctions/sanctions.repository.ts';
+import { scoreEventCtes } from '../scores/scores.repository.ts';
 
 type Executor = Kysely<DB>;
 
@@ -156,21 +157,26 @@ export async function writeScore(
     now: Date;
     organizationId: string | null;
     actorKeyId: string | null;
+    /** When the score's events are written (scoreEventCtes); null or absent: none. */
+    events?: Date | null | undefined;
   },
 ): Promise<{ old_score: number; new_score: number } | undefined> {
   const result = await sql<{ old_score: number; new_score: number }>`
     WITH old AS (
       SELECT address, score FROM agents WHERE address = ${v.address} AND is_registered FOR UPDATE
-    ), upd AS (
+    ), changed AS (
       -- A sanctioned agent scores 0 whatever is asked.
       UPDATE agents SET score = CASE WHEN ${sanctionedSql('agents.address')} THEN 0 ELSE ${v.score}::int END,
         updated_at = ${v.now}
       FROM old WHERE agents.address = old.address
-      RETURNING agents.address, old.score AS old_score, agents.score AS new_score
-    )
-    INSERT INTO score_events (agent, old_score, new_score, source, reason, created_at, organization_id, actor_key_id)
-    SELECT address, old_score, new_score, ${v.source}, ${v.reason}, ${v.now}, ${v.organizationId}, ${v.actorKeyId} FROM upd
-    RETURNING old_score, new_score`.execute(db);
+      RETURNING agents.address, old.score AS old_score, agents.score AS new_score, ${v.reason}::text AS reason
+    ), history AS (
+      INSERT INTO score_events (agent, old_score, new_score, source, reason, created_at, organization_id, actor_key_id)
+      SELECT address, old_score, new_score, ${v.source}, reason, ${v.now}, ${v.organizationId}, ${v.actorKeyId}
+      FROM changed
+      RETURNING old_score, new_score
+    ), ${scoreEventCtes(v.events ?? null, v.source)}
+    SELECT old_score, new_score FROM history`.execute(db);
   return result.rows[0];
 }
 

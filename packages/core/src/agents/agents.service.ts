@@ -2,6 +2,7 @@ import type { AgentRow, DB, Kysely } from '@vouch/db';
 import type { Agent, ListQuery, RegisterInput, ScoreHistoryQuery, SetScoreInput } from '@vouch/schemas';
 import type { AuditService } from '../audit/audit.service.ts';
 import type { ReadCache } from '../cache/read-cache.ts';
+import type { EventsService } from '../events/events.service.ts';
 import { confidenceOf } from '../scores/scores.model.ts';
 import type { Actor } from '../shared/actor.ts';
 import { type Clock, toUnixSeconds } from '../shared/clock.ts';
@@ -20,6 +21,8 @@ export interface AgentsDeps {
   db: Kysely<DB>;
   clock: Clock;
   audit: AuditService;
+  /** Score and grade changes are announced (docs/events.md); none without. */
+  events?: EventsService | undefined;
   cache?: ReadCache | undefined;
   /** The score model counts only transactions verified on the chain (SCORE_TRANSACTIONS=verified): so does confidence. */
   verifiedOnly?: boolean;
@@ -86,6 +89,7 @@ export function createAgentsService({
   db,
   clock,
   audit,
+  events,
   cache,
   verifiedOnly = false,
   identityOf = async () => null,
@@ -196,6 +200,7 @@ export function createAgentsService({
           now,
           organizationId: actor.organizationId,
           actorKeyId: actor.keyId,
+          events: events?.stamp(now),
         });
         if (!written) throw new Error(`score write for ${address} matched no row`);
         await audit.append(
@@ -210,6 +215,7 @@ export function createAgentsService({
       });
       // Read your own write: this process's cached score goes before the answer does.
       cache?.invalidate('agents', address);
+      if (written.old_score !== written.new_score) events?.committed();
       return {
         address,
         previousScore: written.old_score,

@@ -1,7 +1,7 @@
 import type { AuthorizationRow, DB, Kysely } from '@vouch/db';
 import type { Authorization, AuthorizationResult, AuthorizeInput } from '@vouch/schemas';
 import { auditMeta } from '../audit/audit.service.ts';
-import type { ReadCache } from '../cache/read-cache.ts';
+import type { EventsService } from '../events/events.service.ts';
 import { type Actor, systemActor } from '../shared/actor.ts';
 import { type Clock, toUnixSeconds } from '../shared/clock.ts';
 import { idFromCursor, page } from '../shared/cursor.ts';
@@ -15,7 +15,8 @@ export interface AuthorizationsDeps {
   db: Kysely<DB>;
   clock: Clock;
   budgets: BudgetsService;
-  cache?: ReadCache | undefined;
+  /** Holds, captures, voids and expiries announce themselves (docs/events.md); none without. */
+  events?: EventsService | undefined;
 }
 
 /** How long a hold lasts when the caller does not say. */
@@ -49,7 +50,9 @@ export function toAuthorization(row: AuthorizationRow): Authorization {
 
 const positive = (value: bigint) => (value > 0n ? value : 0n).toString();
 
-export function createAuthorizationsService({ db, clock, budgets, cache }: AuthorizationsDeps) {
+export function createAuthorizationsService({ db, clock, budgets, events }: AuthorizationsDeps) {
+  const { changed } = budgets;
+
   /** Why a hold could not be released: not found, or in which state it is (read in the caller's transaction). */
   async function refusal(
     executor: Kysely<DB>,
@@ -112,12 +115,13 @@ export function createAuthorizationsService({ db, clock, budgets, cache }: Autho
         metadata: input.metadata ?? null,
         decisionId: input.decisionId ?? null,
         holdStatus,
+        events: budgets.spendEvents(actor, now),
       });
       if (!row) {
         await budgets.requireRegistered(executor, address);
         throw new BudgetNotSetError(address, asset);
       }
-      afterCommit(() => cache?.invalidate('budgets', address));
+      afterCommit(changed(address));
       const dailyRemaining = positive(BigInt(row.daily_limit) - BigInt(row.daily_spent) - BigInt(row.daily_held));
       const monthlyRemaining = positive(
         BigInt(row.monthly_limit) - BigInt(row.monthly_spent) - BigInt(row.monthly_held),
@@ -160,9 +164,10 @@ export function createAuthorizationsService({ db, clock, budgets, cache }: Autho
         status: 'captured',
         now,
         audit: auditMeta(actor, now),
+        events: events?.meta(actor, now),
       });
       if (!row) return refusal(executor, actor, address, id, input.amount ?? null);
-      afterCommit(() => cache?.invalidate('budgets', address));
+      afterCommit(changed(address));
       return { authorization: toAuthorization(row), spendId: row.spend_id as string };
     },
 
@@ -183,9 +188,10 @@ export function createAuthorizationsService({ db, clock, budgets, cache }: Autho
         status: 'voided',
         now,
         audit: auditMeta(actor, now),
+        events: events?.meta(actor, now),
       });
       if (!row) return refusal(executor, actor, address, id, null);
-      afterCommit(() => cache?.invalidate('budgets', address));
+      afterCommit(changed(address));
       return toAuthorization(row);
     },
 
@@ -220,9 +226,10 @@ export function createAuthorizationsService({ db, clock, budgets, cache }: Autho
       const expired: AuthorizationRow[] = [];
       for (const organizationId of await repo.organizationsWithDueHolds(db, now)) {
         for (;;) {
-          const batch = await repo.expireHolds(db, now, EXPIRY_BATCH, auditMeta(systemActor(organizationId), now));
+          const actor = systemActor(organizationId);
+          const batch = await repo.expireHolds(db, now, EXPIRY_BATCH, auditMeta(actor, now), events?.meta(actor, now));
           expired.push(...batch);
-          for (const agent of new Set(batch.map((h) => h.agent))) cache?.invalidate('budgets', agent);
+          for (const agent of new Set(batch.map((h) => h.agent))) changed(agent)();
           if (batch.length < EXPIRY_BATCH) break;
         }
       }

@@ -1,5 +1,14 @@
-import { type AuthorizationRow, type BudgetRow, type DB, type Kysely, type RawBuilder, sql } from '@vouch/db';
+import {
+  type AuthorizationRow,
+  type BudgetRow,
+  type DB,
+  type Kysely,
+  type RawBuilder,
+  runPrepared,
+  sql,
+} from '@vouch/db';
 import { type AuditMeta, auditCtes } from '../audit/audit.repository.ts';
+import { type EventMeta, eventCtes } from '../events/events.repository.ts';
 
 type Executor = Kysely<DB>;
 
@@ -116,6 +125,67 @@ export interface Reservation extends BudgetKey {
   month: Date;
   now: Date;
   audit: AuditMeta;
+  /** What the statement announces (events on); null or absent: nothing. */
+  events?: SpendEvents | null | undefined;
+}
+
+/** What a spend or a hold announces: its own event, and the thresholds of its limits it takes the budget past. */
+export interface SpendEvents extends EventMeta {
+  /** Percentages (1–100), ascending. */
+  thresholds: number[];
+}
+
+/**
+ * The `SET` items that keep, per window, the highest threshold announced in it (0 in a new
+ * window) and what it was before this statement: a reservation accepted takes a window to
+ * `(spent + held + amount) / limit`, and every threshold between the two is announced once
+ * (`thresholdEvents`). Updated under the budget's row lock, which orders its reservations, so
+ * concurrent ones announce each threshold once. Thresholds are whole percentages from the
+ * configuration, written into the statement as literals.
+ */
+function alerting(
+  thresholds: number[],
+  refusal: RawBuilder<unknown>,
+  amount: RawBuilder<unknown>,
+  used: { daily: RawBuilder<unknown>; monthly: RawBuilder<unknown> },
+  current: { day: RawBuilder<unknown>; month: RawBuilder<unknown> },
+): RawBuilder<unknown> {
+  const dailyAlerted = sql`(CASE WHEN ${current.day} THEN b.daily_alerted ELSE 0 END)`;
+  const monthlyAlerted = sql`(CASE WHEN ${current.month} THEN b.monthly_alerted ELSE 0 END)`;
+  const descending = [...thresholds].sort((a, b) => b - a);
+  const reached = (usage: RawBuilder<unknown>, limit: RawBuilder<unknown>) =>
+    descending.length === 0
+      ? sql`0`
+      : sql`(CASE WHEN ${refusal} IS NOT NULL OR ${limit} = 0 THEN 0 ${sql.join(
+          descending.map((t) => sql`WHEN (${usage} + ${amount}) * 100 >= ${sql.lit(t)} * ${limit} THEN ${sql.lit(t)}`),
+          sql` `,
+        )} ELSE 0 END)`;
+  return sql`
+        daily_alerted = GREATEST(${dailyAlerted}, ${reached(used.daily, sql`b.daily_limit`)}),
+        monthly_alerted = GREATEST(${monthlyAlerted}, ${reached(used.monthly, sql`b.monthly_limit`)}),
+        daily_alerted_before = ${dailyAlerted},
+        monthly_alerted_before = ${monthlyAlerted},`;
+}
+
+/**
+ * Rows (`type`, `data`) of the `budget.threshold` events of `o` (a reservation's outcome: the
+ * budget row as updated, with `spend_id` and `authorization_id`): one per threshold of each window
+ * above what was announced before it and up to what is announced now. Most reservations cross
+ * none, and the first condition ends those.
+ */
+function thresholdEvents(thresholds: number[]): RawBuilder<unknown> {
+  return sql`SELECT 'budget.threshold' AS type, jsonb_build_object('window', w.name, 'threshold', t, 'limit', w.lim::text,
+          'spent', w.spent::text, 'held', w.held::text, 'asset', o.asset, 'windowStart', extract(epoch FROM w.starts)::bigint,
+          'resetsAt', extract(epoch FROM w.ends)::bigint, 'spendId', o.spend_id, 'authorizationId', o.authorization_id) AS data
+      FROM (VALUES
+          ('daily', o.daily_alerted_before, o.daily_alerted, o.daily_limit, o.daily_spent, o.daily_held, o.day_start,
+            o.day_start + interval '24 hours'),
+          ('monthly', o.monthly_alerted_before, o.monthly_alerted, o.monthly_limit, o.monthly_spent, o.monthly_held,
+            o.month_start, ((o.month_start AT TIME ZONE 'UTC') + interval '1 month') AT TIME ZONE 'UTC')
+        ) AS w(name, before, after, lim, spent, held, starts, ends)
+        CROSS JOIN unnest(${thresholds}::int[]) AS t
+      WHERE (o.daily_alerted > o.daily_alerted_before OR o.monthly_alerted > o.monthly_alerted_before)
+        AND t > w.before AND t <= w.after`;
 }
 
 /**
@@ -124,9 +194,15 @@ export interface Reservation extends BudgetKey {
  * (Postgres re-evaluates a concurrently updated row) — with what is held counted as what is
  * spent — debits the budget (a spend) or adds to what it holds (a hold, which also inserts the
  * authorization). A spend writes its ledger row accepted or refused; a refused hold writes a
- * refused ledger row. The statement appends the outcome to the organization's audit log.
- * `last_refusal` carries the outcome to the inserts. Returns nothing when the organization has
- * no such budget.
+ * refused ledger row. The statement appends the outcome to the organization's audit log and,
+ * with `events`, writes its event (`spend.accepted`/`spend.refused`, `authorization.created`/
+ * `authorization.refused`) and the `budget.threshold` events it crosses. `last_refusal` carries
+ * the outcome to the inserts. Returns nothing when the organization has no such budget.
+ *
+ * The reservation's values are columns of `input`, each a parameter once however often the
+ * expressions use them, and `input` is materialized: inlined, its sanctions lookup was planned
+ * and run once per use of the refusal. The statement is prepared (one text per kind and
+ * threshold list): planned once per connection.
  */
 export async function reserve(
   db: Executor,
@@ -139,16 +215,16 @@ export async function reserve(
     holdStatus?: 'held' | 'pending_approval';
   },
 ): Promise<SpendRow | undefined> {
-  const amount = sql`${v.amount}::numeric`;
+  const amount = sql`input.amount`;
   // Counters of windows that have passed count as zero; windows only move forward.
-  const dayCurrent = sql`b.day_start >= ${v.day}`;
-  const monthCurrent = sql`b.month_start >= ${v.month}`;
+  const dayCurrent = sql`b.day_start >= input.day`;
+  const monthCurrent = sql`b.month_start >= input.month`;
   const daily = sql`(CASE WHEN ${dayCurrent} THEN b.daily_spent ELSE 0 END)`;
   const monthly = sql`(CASE WHEN ${monthCurrent} THEN b.monthly_spent ELSE 0 END)`;
   const dailyHeld = sql`(CASE WHEN ${dayCurrent} THEN b.daily_held ELSE 0 END)`;
   const monthlyHeld = sql`(CASE WHEN ${monthCurrent} THEN b.monthly_held ELSE 0 END)`;
   const refusal = sql`(CASE
-      WHEN standing.sanctioned THEN 'SANCTIONED'
+      WHEN input.sanctioned THEN 'SANCTIONED'
       WHEN ${amount} > b.per_tx_limit THEN 'PER_TX_LIMIT'
       WHEN ${daily} + ${dailyHeld} + ${amount} > b.daily_limit THEN 'DAILY_LIMIT'
       WHEN ${monthly} + ${monthlyHeld} + ${amount} > b.monthly_limit THEN 'MONTHLY_LIMIT'
@@ -156,41 +232,65 @@ export async function reserve(
   const taken = sql`(CASE WHEN ${refusal} IS NULL THEN ${amount} ELSE 0 END)`;
   const spent = kind === 'spend' ? taken : sql`0`;
   const held = kind === 'hold' ? taken : sql`0`;
+  // What happened, over the outcome under the alias `o`: the audit entry's action and the event's type.
   const outcome =
     kind === 'spend'
-      ? sql`CASE WHEN upd.last_refusal IS NULL THEN 'spend.accepted' ELSE 'spend.refused' END`
-      : sql`CASE WHEN upd.last_refusal IS NULL THEN 'authorization.created' ELSE 'authorization.refused' END`;
-  const result = await sql<SpendRow>`
-    WITH standing AS (
-      -- Evaluated once: the agent or its owner on the active sanctions list refuses the spend.
-      SELECT ${agentOrOwnerSanctioned(v.agent)} AS sanctioned
+      ? sql`CASE WHEN o.last_refusal IS NULL THEN 'spend.accepted' ELSE 'spend.refused' END`
+      : sql`CASE WHEN o.last_refusal IS NULL THEN 'authorization.created' ELSE 'authorization.refused' END`;
+  const events = v.events ?? null;
+  const alerts = events
+    ? alerting(
+        events.thresholds,
+        refusal,
+        amount,
+        { daily: sql`${daily} + ${dailyHeld}`, monthly: sql`${monthly} + ${monthlyHeld}` },
+        { day: dayCurrent, month: monthCurrent },
+      )
+    : sql``;
+  // The reservation's own event: what changed, and the budget as it is after it.
+  const ownData = sql`jsonb_build_object('amount', input.amount::text, 'asset', o.asset, 'counterparty', input.counterparty,
+      'reason', o.last_refusal, 'spendId', o.spend_id, 'authorizationId', o.authorization_id,
+      'dailySpent', o.daily_spent::text, 'monthlySpent', o.monthly_spent::text,
+      'dailyHeld', o.daily_held::text, 'monthlyHeld', o.monthly_held::text,
+      'dailyLimit', o.daily_limit::text, 'monthlyLimit', o.monthly_limit::text, 'perTxLimit', o.per_tx_limit::text,
+      'expiresAt', ${kind === 'hold' ? sql`extract(epoch FROM input.expires_at)::bigint` : sql`NULL::bigint`})`;
+  const announced = sql`outcome AS o CROSS JOIN input CROSS JOIN LATERAL (
+      SELECT ${outcome} AS type, ${ownData} AS data
+      UNION ALL ${thresholdEvents(events?.thresholds ?? [])}
+    ) AS e`;
+  const statement = sql<SpendRow>`
+    WITH input AS MATERIALIZED (
+      -- Evaluated once: the agent or its owner on the active sanctions list refuses the reservation.
+      SELECT ${agentOrOwnerSanctioned(v.agent)} AS sanctioned, ${v.amount}::numeric AS amount,
+        ${v.day}::timestamptz AS day, ${v.month}::timestamptz AS month, ${v.counterparty}::text AS counterparty,
+        ${v.expiresAt ?? null}::timestamptz AS expires_at
     ), upd AS (
       UPDATE budgets AS b SET
         daily_spent = ${daily} + ${spent},
         monthly_spent = ${monthly} + ${spent},
         daily_held = ${dailyHeld} + ${held},
         monthly_held = ${monthlyHeld} + ${held},
-        last_refusal = ${refusal},
-        day_start = GREATEST(b.day_start, ${v.day}),
-        month_start = GREATEST(b.month_start, ${v.month}),
+        last_refusal = ${refusal},${alerts}
+        day_start = GREATEST(b.day_start, input.day),
+        month_start = GREATEST(b.month_start, input.month),
         updated_at = ${v.now}
-      FROM standing
+      FROM input
       WHERE b.organization_id = ${v.organizationId} AND b.agent = ${v.agent} AND b.asset = ${v.asset}
       RETURNING b.*
     ), auth AS (
       INSERT INTO authorizations (organization_id, agent, asset, amount, counterparty, metadata, status,
         day_start, month_start, expires_at, created_at, updated_at, decision_id, actor_key_id)
-      SELECT organization_id, agent, asset, ${amount}, ${v.counterparty}, ${v.metadata ? JSON.stringify(v.metadata) : null}::jsonb,
-        ${v.holdStatus ?? 'held'}, day_start, month_start, ${v.expiresAt ?? null}::timestamptz, ${v.now}, ${v.now}, ${v.decisionId ?? null}::bigint,
+      SELECT organization_id, agent, asset, input.amount, input.counterparty, ${v.metadata ? JSON.stringify(v.metadata) : null}::jsonb,
+        ${v.holdStatus ?? 'held'}, day_start, month_start, input.expires_at, ${v.now}, ${v.now}, ${v.decisionId ?? null}::bigint,
         ${v.audit.actorKeyId}
-      FROM upd WHERE ${kind === 'hold' ? sql`last_refusal IS NULL` : sql`false`}
+      FROM upd CROSS JOIN input WHERE ${kind === 'hold' ? sql`last_refusal IS NULL` : sql`false`}
       RETURNING id
     ), ledger AS (
       INSERT INTO spends (organization_id, agent, asset, kind, counterparty, actor_key_id, amount, accepted, reason,
         created_at, day_start, month_start)
-      SELECT organization_id, agent, asset, ${kind === 'spend' ? 'spend' : 'authorization'}, ${v.counterparty},
-        ${v.audit.actorKeyId}, ${amount}, last_refusal IS NULL, last_refusal, ${v.now}, day_start, month_start
-      FROM upd WHERE ${kind === 'spend' ? sql`true` : sql`last_refusal IS NOT NULL`}
+      SELECT organization_id, agent, asset, ${kind === 'spend' ? 'spend' : 'authorization'}, input.counterparty,
+        ${v.audit.actorKeyId}, input.amount, last_refusal IS NULL, last_refusal, ${v.now}, day_start, month_start
+      FROM upd CROSS JOIN input WHERE ${kind === 'spend' ? sql`true` : sql`last_refusal IS NOT NULL`}
       RETURNING id
     ), outcome AS (
       SELECT upd.*, ledger.id::text AS spend_id, auth.id::text AS authorization_id
@@ -199,13 +299,14 @@ export async function reserve(
       v.audit,
       {
         action: outcome,
-        target: sql`upd.agent`,
-        details: sql`jsonb_build_object('amount', ${v.amount}::text, 'asset', upd.asset, 'reason', upd.last_refusal,
-          'spendId', upd.spend_id, 'authorizationId', upd.authorization_id)`,
+        target: sql`o.agent`,
+        details: sql`jsonb_build_object('amount', input.amount::text, 'asset', o.asset, 'reason', o.last_refusal,
+          'spendId', o.spend_id, 'authorizationId', o.authorization_id)`,
       },
-      sql`outcome AS upd`,
-    )}
-    SELECT * FROM outcome`.execute(db);
+      sql`outcome AS o CROSS JOIN input`,
+    )}, ${eventCtes(events, 'reservation_events', { type: sql`e.type`, agent: sql`o.agent`, data: sql`e.data` }, announced)}
+    SELECT * FROM outcome`;
+  const result = await runPrepared(db, statement.compile(db));
   return result.rows[0];
 }
 
@@ -220,6 +321,8 @@ export interface Release {
   /** A capture takes a hold in `held`; a void also one waiting for its approval (a denied approval voids it). */
   now: Date;
   audit: AuditMeta;
+  /** Its event (`authorization.captured` / `authorization.voided`); null or absent: none. */
+  events?: EventMeta | null | undefined;
 }
 
 export type ReleaseRow = AuthorizationRow & { spend_id: string | null };
@@ -272,6 +375,16 @@ export async function release(db: Executor, v: Release): Promise<ReleaseRow | un
           'captured', a.captured::text, 'spendId', a.spend_id)`,
       },
       sql`outcome AS a`,
+    )}, ${eventCtes(
+      v.events ?? null,
+      'release_events',
+      {
+        type: sql`${`authorization.${v.status}`}::text`,
+        agent: sql`a.agent`,
+        data: sql`jsonb_build_object('authorizationId', a.id::text, 'amount', a.amount::text, 'asset', a.asset,
+          'counterparty', a.counterparty, 'captured', a.captured::text, 'spendId', a.spend_id)`,
+      },
+      sql`outcome AS a`,
     )}
     SELECT outcome.*, outcome.id::text AS id FROM outcome`.execute(db);
   return result.rows[0];
@@ -300,6 +413,7 @@ export async function expireHolds(
   now: Date,
   limit: number,
   audit: AuditMeta,
+  events: EventMeta | null = null,
 ): Promise<AuthorizationRow[]> {
   const result = await sql<AuthorizationRow>`
     WITH due AS (
@@ -336,6 +450,17 @@ export async function expireHolds(
         details: sql`jsonb_build_object('holds', e.holds)`,
       },
       sql`expired AS e`,
+    )}, ${eventCtes(
+      events,
+      'expiry_events',
+      {
+        // One event per hold.
+        type: sql`'authorization.expired'::text`,
+        agent: sql`a.agent`,
+        data: sql`jsonb_build_object('authorizationId', a.id::text, 'amount', a.amount::text, 'asset', a.asset,
+          'counterparty', a.counterparty, 'expiresAt', extract(epoch FROM a.expires_at)::bigint)`,
+      },
+      sql`a`,
     )}
     SELECT a.*, a.id::text AS id FROM a ORDER BY a.id`.execute(db);
   return result.rows;
@@ -430,6 +555,8 @@ export async function refund(
     month: Date;
     now: Date;
     audit: AuditMeta;
+    /** Its event (`refund.created`); null or absent: none. */
+    events?: EventMeta | null | undefined;
   },
 ): Promise<RefundRow | undefined> {
   const amount = sql`${v.amount}::numeric`;
@@ -467,6 +594,16 @@ export async function refund(
         target: sql`o.agent`,
         details: sql`jsonb_build_object('refundId', o.refund_id, 'spendId', o.spend_id, 'amount', o.amount,
           'restoredDaily', o.restored_daily, 'restoredMonthly', o.restored_monthly)`,
+      },
+      sql`outcome AS o`,
+    )}, ${eventCtes(
+      v.events ?? null,
+      'refund_events',
+      {
+        type: sql`'refund.created'::text`,
+        agent: sql`o.agent`,
+        data: sql`jsonb_build_object('refundId', o.refund_id, 'spendId', o.spend_id, 'amount', o.amount,
+          'refunded', o.refunded, 'restoredDaily', o.restored_daily, 'restoredMonthly', o.restored_monthly)`,
       },
       sql`outcome AS o`,
     )}

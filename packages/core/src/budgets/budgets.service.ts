@@ -4,6 +4,7 @@ import { findAgent } from '../agents/agents.repository.ts';
 import type { AuditService } from '../audit/audit.service.ts';
 import { auditMeta } from '../audit/audit.service.ts';
 import type { ReadCache } from '../cache/read-cache.ts';
+import type { EventsService } from '../events/events.service.ts';
 import type { Actor } from '../shared/actor.ts';
 import { type Clock, toUnixSeconds } from '../shared/clock.ts';
 import { idFromCursor, page } from '../shared/cursor.ts';
@@ -23,6 +24,10 @@ export interface BudgetsDeps {
   db: Kysely<DB>;
   clock: Clock;
   audit: AuditService;
+  /** Spends announce themselves and the thresholds they cross (docs/events.md); none without. */
+  events?: EventsService | undefined;
+  /** Percentages of a limit whose crossing is announced (budget.threshold), ascending. */
+  budgetThresholds?: number[];
   cache?: ReadCache | undefined;
 }
 
@@ -64,7 +69,7 @@ export class SpendNotFoundError extends DomainError {
   }
 }
 
-export function createBudgetsService({ db, clock, audit, cache }: BudgetsDeps) {
+export function createBudgetsService({ db, clock, audit, events, budgetThresholds = [80, 100], cache }: BudgetsDeps) {
   /** The budget and its parsed state (or null), through the read cache when there is one. */
   const budgetOf = async (
     key: repo.BudgetKey,
@@ -141,10 +146,24 @@ export function createBudgetsService({ db, clock, audit, cache }: BudgetsDeps) {
     };
   }
 
+  /** After the commit of a change of the agent's budget: this process's next read sees it, and its events go out. */
+  const changed = (address: string) => () => {
+    cache?.invalidate('budgets', address);
+    events?.committed();
+  };
+
+  /** What a statement that reserves from a budget announces (its event and the thresholds crossed); null when events are off. */
+  function spendEvents(actor: Actor, now: Date): repo.SpendEvents | null {
+    const meta = events?.meta(actor, now);
+    return meta ? { ...meta, thresholds: budgetThresholds } : null;
+  }
+
   return {
     budgetOf,
     checkAnswer,
     requireRegistered,
+    spendEvents,
+    changed,
 
     async get(actor: Actor, address: string, asset = ''): Promise<Budget> {
       const budget = await repo.findBudget(db, keyOf(actor, address, asset));
@@ -239,14 +258,16 @@ export function createBudgetsService({ db, clock, audit, cache }: BudgetsDeps) {
         month: monthStart(now),
         now,
         audit: auditMeta(actor, now),
+        events: spendEvents(actor, now),
       });
       if (!row) {
         await requireRegistered(executor, address);
         throw new BudgetNotSetError(address, key.asset);
       }
       // The counters changed: this process's next check must not see the old ones. Inside an
-      // idempotent request the row is dropped once that transaction has committed.
-      afterCommit(() => cache?.invalidate('budgets', address));
+      // idempotent request the row is dropped once that transaction has committed. Its events
+      // are fanned out to webhooks then.
+      afterCommit(changed(address));
       const result: SpendResult = {
         allowed: row.last_refusal === null,
         amount: input.amount,
@@ -338,6 +359,7 @@ export function createBudgetsService({ db, clock, audit, cache }: BudgetsDeps) {
               month: monthStart(now),
               now,
               audit: auditMeta(actor, now),
+              events: events?.meta(actor, now),
             })
           : undefined;
       if (!row) {
@@ -351,7 +373,7 @@ export function createBudgetsService({ db, clock, audit, cache }: BudgetsDeps) {
           },
         );
       }
-      afterCommit(() => cache?.invalidate('budgets', address));
+      afterCommit(changed(address));
       return {
         refundId: row.refund_id,
         spendId: row.spend_id,

@@ -4,7 +4,8 @@ import type { AuditService } from '../audit/audit.service.ts';
 import { auditMeta } from '../audit/audit.service.ts';
 import * as budgetsRepo from '../budgets/budgets.repository.ts';
 import type { ReadCache } from '../cache/read-cache.ts';
-import type { Actor } from '../shared/actor.ts';
+import type { EventsService } from '../events/events.service.ts';
+import { type Actor, systemActor } from '../shared/actor.ts';
 import { type Clock, toUnixSeconds } from '../shared/clock.ts';
 import { idFromCursor, page } from '../shared/cursor.ts';
 import { DomainError, ForbiddenError } from '../shared/errors.ts';
@@ -14,6 +15,8 @@ export interface ApprovalsDeps {
   db: Kysely<DB>;
   clock: Clock;
   audit: AuditService;
+  /** Approvals announce what becomes of them (docs/events.md); none without. */
+  events?: EventsService | undefined;
   cache?: ReadCache | undefined;
 }
 
@@ -47,7 +50,15 @@ export function toApproval(row: ApprovalRow): Approval {
   };
 }
 
-export function createApprovalsService({ db, clock, audit, cache }: ApprovalsDeps) {
+/** What an approval is for, as its events carry it. */
+const bound = (row: ApprovalRow) => ({
+  decisionId: String(row.decision_id),
+  amount: row.amount,
+  asset: row.asset,
+  counterparty: row.counterparty,
+});
+
+export function createApprovalsService({ db, clock, audit, events, cache }: ApprovalsDeps) {
   /** Why a decision on an approval cannot be taken: not found, or not pending. */
   async function refusal(actor: Actor, id: string): Promise<never> {
     const row = await repo.findApproval(db, actor.organizationId, id);
@@ -120,22 +131,18 @@ export function createApprovalsService({ db, clock, audit, cache }: ApprovalsDep
         if (!row) return undefined;
         if (row.authorization_id !== null)
           await repo.approveHold(trx, String(row.authorization_id), grantExpiresAt, now);
-        await audit.append(
-          trx,
-          actor,
-          'approval.approved',
-          row.agent,
-          {
-            approvalId: id,
-            note: row.note,
-            expiresAt: toUnixSeconds(grantExpiresAt),
-            authorizationId: row.authorization_id,
-          },
-          now,
-        );
+        const details = {
+          approvalId: id,
+          note: row.note,
+          expiresAt: toUnixSeconds(grantExpiresAt),
+          authorizationId: row.authorization_id,
+        };
+        await audit.append(trx, actor, 'approval.approved', row.agent, details, now);
+        await events?.append(trx, actor, 'approval.approved', row.agent, { ...details, ...bound(row) }, now);
         return row;
       });
       if (!row) return refusal(actor, id);
+      events?.committed();
       return toApproval(row);
     },
 
@@ -163,19 +170,44 @@ export function createApprovalsService({ db, clock, audit, cache }: ApprovalsDep
             status: 'voided',
             now,
             audit: auditMeta(actor, now),
+            events: events?.meta(actor, now),
           });
         }
-        await audit.append(trx, actor, 'approval.denied', row.agent, { approvalId: id, note: row.note }, now);
+        const details = { approvalId: id, note: row.note, authorizationId: row.authorization_id };
+        await audit.append(trx, actor, 'approval.denied', row.agent, details, now);
+        await events?.append(trx, actor, 'approval.denied', row.agent, { ...details, ...bound(row) }, now);
         return row;
       });
       if (!row) return refusal(actor, id);
       if (row.authorization_id !== null) cache?.invalidate('budgets', row.agent);
+      events?.committed();
       return toApproval(row);
     },
 
-    /** Pending approvals and unredeemed grants past their time expire; their holds expire with the holds' own sweep. */
+    /**
+     * Pending approvals and unredeemed grants past their time expire, each with an audit entry and
+     * an event of its organization, in one transaction (organization by organization, so that
+     * sweeps take the audit heads in one order); their holds expire with the holds' own sweep.
+     */
     async expireDue(): Promise<ApprovalRow[]> {
-      return repo.expireApprovals(db, clock());
+      const now = clock();
+      const expired = await db.transaction().execute(async (trx) => {
+        const rows = await repo.expireApprovals(trx, now);
+        rows.sort((a, b) => a.organization_id.localeCompare(b.organization_id) || Number(a.id) - Number(b.id));
+        for (const row of rows) {
+          const actor = systemActor(row.organization_id);
+          const details = {
+            approvalId: String(row.id),
+            authorizationId: row.authorization_id,
+            was: row.decided_at ? 'approved' : 'pending',
+          };
+          await audit.append(trx, actor, 'approval.expired', row.agent, details, now);
+          await events?.append(trx, actor, 'approval.expired', row.agent, { ...details, ...bound(row) }, now);
+        }
+        return rows;
+      });
+      if (expired.length > 0) events?.committed();
+      return expired;
     },
   };
 }

@@ -9,6 +9,7 @@ import type { AuthorizationsService } from '../budgets/authorizations.service.ts
 import { toAuthorization } from '../budgets/authorizations.service.ts';
 import * as budgetsRepo from '../budgets/budgets.repository.ts';
 import type { BudgetsService } from '../budgets/budgets.service.ts';
+import type { EventsService } from '../events/events.service.ts';
 import type { SanctionsService } from '../sanctions/sanctions.service.ts';
 import { confidenceOf, SCORE_MODEL_VERSION } from '../scores/scores.model.ts';
 import type { Actor } from '../shared/actor.ts';
@@ -23,6 +24,8 @@ export interface DecisionsDeps {
   db: Kysely<DB>;
   clock: Clock;
   audit: AuditService;
+  /** A review announces the approval it asks for (approval.requested); none without. */
+  events?: EventsService | undefined;
   agents: AgentsService;
   budgets: BudgetsService;
   authorizations: AuthorizationsService;
@@ -52,7 +55,7 @@ interface DecisionFacts {
 const DAY_MS = 86_400_000;
 
 export function createDecisionsService(deps: DecisionsDeps) {
-  const { db, clock, audit, agents, budgets, authorizations, policies, sanctions, anomaly } = deps;
+  const { db, clock, audit, events, agents, budgets, authorizations, policies, sanctions, anomaly } = deps;
   const writer = batchWriter<repo.NewDecision>((batch) => repo.insertDecisions(db, batch));
 
   /** A decision's answer from what is stored of it. */
@@ -226,7 +229,7 @@ export function createDecisionsService(deps: DecisionsDeps) {
         modelVersion: SCORE_MODEL_VERSION,
       };
 
-      const write = async (trx: Kysely<DB>) => {
+      const write = async (trx: Kysely<DB>, after: (effect: () => void) => void) => {
         let verdict = decide(evidence);
         let approvalHold: string | null = null;
         // An approval answers a review; it is spent only when nothing else refuses the payment.
@@ -274,7 +277,7 @@ export function createDecisionsService(deps: DecisionsDeps) {
                 expiresIn: Math.max(1, Math.round((expiresAt.getTime() - now.getTime()) / 1000)),
               },
               trx,
-              afterCommit,
+              after,
               status,
             );
             return hold.authorizationId;
@@ -327,14 +330,24 @@ export function createDecisionsService(deps: DecisionsDeps) {
           });
           approvalId = approval.id;
           await repo.linkDecision(trx, decisionId, { approvalId });
-          await audit.append(
+          const requested = {
+            approvalId,
+            decisionId,
+            amount: input.amount,
+            asset,
+            counterparty,
+            authorizationId: holdId,
+          };
+          await audit.append(trx, actor, 'approval.requested', input.agent, requested, now);
+          await events?.append(
             trx,
             actor,
             'approval.requested',
             input.agent,
-            { approvalId, decisionId, amount: input.amount, asset, counterparty, authorizationId: holdId },
+            { ...requested, category: input.category ?? null, expiresAt: toUnixSeconds(approvalExpires) },
             now,
           );
+          after(() => events?.committed());
         }
         const hold =
           holdId === null ? null : await budgetsRepo.findAuthorization(trx, actor.organizationId, input.agent, holdId);
@@ -373,7 +386,12 @@ export function createDecisionsService(deps: DecisionsDeps) {
           return answer(stored, null, null);
         }
       }
-      return executor.isTransaction ? write(executor) : db.transaction().execute(write);
+      if (executor.isTransaction) return write(executor, afterCommit);
+      // Effects of the decision's own transaction (the cache's drop, the events' fan-out) run once it has committed.
+      const effects: Array<() => void> = [];
+      const decided = await db.transaction().execute((trx) => write(trx, (effect) => effects.push(effect)));
+      for (const effect of effects) effect();
+      return decided;
     },
 
     async get(actor: Actor, id: string): Promise<Decision> {

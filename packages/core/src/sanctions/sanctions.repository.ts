@@ -1,4 +1,5 @@
 import { type DB, type Kysely, sql } from '@vouch/db';
+import { agentEventCtes } from '../events/events.repository.ts';
 
 type Executor = Kysely<DB>;
 
@@ -132,4 +133,42 @@ export const sanctionedSql = (column: string) => sql<boolean>`EXISTS (
 /** Serializes imports for the transaction (replicas starting together load the bundled lists once). */
 export async function lockImports(trx: Executor): Promise<void> {
   await sql`SELECT pg_advisory_xact_lock(740011)`.execute(trx);
+}
+
+/**
+ * `sanctions.hit` for every known agent that a new snapshot lists, or whose owner it lists, where
+ * the previous snapshot (null: none) did not: one event per agent naming each new match, to every
+ * organization that hears of the agent. Run in the transaction that activates the snapshot.
+ */
+export async function announceHits(
+  db: Executor,
+  v: { snapshotId: string; previousId: string | null; at: Date },
+): Promise<number> {
+  const events = agentEventCtes(
+    v.at,
+    'hit_events',
+    {
+      type: sql`'sanctions.hit'`,
+      agent: sql`hit.agent`,
+      data: sql`jsonb_build_object('matches', hit.matches, 'owner', hit.owner,
+        'snapshot', jsonb_build_object('id', s.id::text, 'name', s.name, 'snapshotDate', s.snapshot_date))`,
+    },
+    sql`hit JOIN sanctions_snapshots s ON s.id = ${v.snapshotId}::bigint`,
+  );
+  const result = await sql<{ n: number }>`
+    WITH added AS (
+      SELECT ne.address, ne.lists FROM sanctions_entries ne
+      WHERE ne.snapshot_id = ${v.snapshotId}::bigint AND NOT EXISTS (
+        SELECT 1 FROM sanctions_entries pe WHERE pe.snapshot_id = ${v.previousId}::bigint AND pe.address = ne.address)
+    ), matched AS (
+      SELECT a.address AS agent, a.owner, 'agent' AS role, ad.address, ad.lists FROM agents a JOIN added ad ON ad.address = a.address
+      UNION ALL
+      SELECT a.address, a.owner, 'owner', ad.address, ad.lists FROM agents a JOIN added ad ON ad.address = a.owner
+    ), hit AS (
+      SELECT agent, owner,
+        jsonb_agg(jsonb_build_object('role', role, 'address', address, 'lists', to_jsonb(lists)) ORDER BY role) AS matches
+      FROM matched GROUP BY agent, owner
+    ), ${events}
+    SELECT count(*)::int AS n FROM hit_events`.execute(db);
+  return result.rows[0]?.n ?? 0;
 }

@@ -4,6 +4,7 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { DB, Kysely } from '@vouch/db';
 import type { ReadCache } from '../cache/read-cache.ts';
+import type { EventsService } from '../events/events.service.ts';
 import { type Clock, toUnixSeconds } from '../shared/clock.ts';
 import {
   contentHash,
@@ -90,6 +91,8 @@ export interface SanctionsDeps {
   cache?: ReadCache | undefined;
   /** Re-scores agents whose sanctions status changed (the model scores a sanctioned agent 0). */
   rescore?: (addresses: string[]) => Promise<unknown>;
+  /** Known agents newly listed are announced (sanctions.hit); none without. */
+  events?: EventsService | undefined;
 }
 
 /** Reads `ofac_sdn_<ASSET>.txt` files into lists by asset. */
@@ -108,7 +111,7 @@ export interface ActiveList {
   entries: ReadonlyMap<string, readonly string[]>;
 }
 
-export function createSanctionsService({ db, clock, rescore, cache }: SanctionsDeps) {
+export function createSanctionsService({ db, clock, rescore, cache, events }: SanctionsDeps) {
   /** The active list (null without one), from the read cache when there is one and `executor` is not a transaction. */
   async function activeList(executor: Kysely<DB> = db): Promise<ActiveList | null> {
     const load = async (): Promise<ActiveList | null> => {
@@ -176,9 +179,12 @@ export function createSanctionsService({ db, clock, rescore, cache }: SanctionsD
         contentHash: hash,
       });
       await repo.activate(trx, id);
-      return { snapshotId: id, ...diffSnapshots(before, entries.keys()) };
+      const at = events?.stamp();
+      const hits = at ? await repo.announceHits(trx, { snapshotId: id, previousId: previous?.id ?? null, at }) : 0;
+      return { snapshotId: id, hits, ...diffSnapshots(before, entries.keys()) };
     });
     if (!stored) return null;
+    if (stored.hits > 0) events?.committed();
     const { snapshotId, added, removed } = stored;
     const agents = await repo.registeredAgents(db);
     const screened = await screenMany(agents);

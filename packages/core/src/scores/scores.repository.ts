@@ -1,4 +1,5 @@
 import { type DB, type Kysely, sql } from '@vouch/db';
+import { agentEventCtes } from '../events/events.repository.ts';
 import { sanctionedSql } from '../sanctions/sanctions.repository.ts';
 
 type Executor = Kysely<DB>;
@@ -75,9 +76,38 @@ export async function modelInputs(
 }
 
 /**
+ * The events of score writes, for a statement whose CTE `changed` has the columns `address`,
+ * `old_score`, `new_score` and `reason`: `score.changed` for every score that moved and
+ * `grade.changed` when its grade moved too, to every organization that hears of the agent.
+ * With `at` null (events off) nothing is written.
+ */
+export function scoreEventCtes(at: Date | null, source: 'manual' | 'batch' | 'model') {
+  return agentEventCtes(
+    at,
+    'score_changes',
+    {
+      type: sql`x.type`,
+      agent: sql`changed.address`,
+      data: sql`x.data`,
+      where: sql`changed.old_score <> changed.new_score
+        AND (x.type = 'score.changed' OR vouch_grade(changed.old_score) <> vouch_grade(changed.new_score))`,
+    },
+    sql`changed CROSS JOIN LATERAL (VALUES
+        ('score.changed', jsonb_build_object('previousScore', changed.old_score, 'score', changed.new_score,
+          'source', ${source}::text, 'reason', changed.reason)),
+        ('grade.changed', jsonb_build_object('previousGrade', vouch_grade(changed.old_score),
+          'grade', vouch_grade(changed.new_score), 'previousScore', changed.old_score, 'score', changed.new_score,
+          'source', ${source}::text))
+      ) AS x(type, data)`,
+  );
+}
+
+/**
  * Writes new scores for many agents with one history row per actual change, in one
  * statement. Agents whose score is already the target are left alone, which makes a
  * redelivered job harmless. `registeredOnly` restricts writes to registered agents.
+ * With `events` (a time), the statement also announces every score and grade that moved
+ * (`scoreEventCtes`), still set-based: one insert for the whole batch.
  */
 export async function writeScores(
   db: Executor,
@@ -91,6 +121,8 @@ export async function writeScores(
     onlyChanged: boolean;
     /** Who wrote the scores (manual and batch); none for the model. */
     actor?: { organizationId: string; keyId: string | null };
+    /** When the score events are written; null or absent: none. */
+    events?: Date | null | undefined;
   },
 ): Promise<Array<{ address: string; old_score: number; new_score: number }>> {
   const result = await sql<{ address: string; old_score: number; new_score: number }>`
@@ -101,17 +133,19 @@ export async function writeScores(
       WHERE ${v.onlyChanged ? sql`a.score <> v.score` : sql`true`}
       ORDER BY a.address
       FOR UPDATE OF a
-    ), upd AS (
+    ), changed AS (
       -- A sanctioned agent scores 0 whatever is asked.
       UPDATE agents a SET score = CASE WHEN ${sanctionedSql('a.address')} THEN 0 ELSE v.score END, updated_at = ${v.now}
       FROM v JOIN old ON old.address = v.address
       WHERE a.address = v.address
       RETURNING a.address, old.score AS old_score, a.score AS new_score, v.reason
-    )
-    INSERT INTO score_events (agent, old_score, new_score, source, reason, created_at, job_id, organization_id, actor_key_id)
-    SELECT address, old_score, new_score, ${v.source}, reason, ${v.now}, ${v.jobId},
-      ${v.actor?.organizationId ?? null}::text, ${v.actor?.keyId ?? null}::text FROM upd
-    RETURNING agent AS address, old_score, new_score`.execute(db);
+    ), history AS (
+      INSERT INTO score_events (agent, old_score, new_score, source, reason, created_at, job_id, organization_id, actor_key_id)
+      SELECT address, old_score, new_score, ${v.source}, reason, ${v.now}, ${v.jobId},
+        ${v.actor?.organizationId ?? null}::text, ${v.actor?.keyId ?? null}::text FROM changed
+      RETURNING agent AS address, old_score, new_score
+    ), ${scoreEventCtes(v.events ?? null, v.source)}
+    SELECT address, old_score, new_score FROM history`.execute(db);
   return result.rows;
 }
 

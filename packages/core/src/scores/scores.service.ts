@@ -4,6 +4,7 @@ import { colorFor, gradeFor } from '../agents/agents.model.ts';
 import type { AuditService } from '../audit/audit.service.ts';
 import { type Adjustment, withAdjustment } from '../erc8004/erc8004.model.ts';
 import type { Evidence } from '../erc8004/erc8004.service.ts';
+import type { EventsService } from '../events/events.service.ts';
 import type { Actor } from '../shared/actor.ts';
 import type { Clock } from '../shared/clock.ts';
 import { AgentNotFoundError, DomainError, ForbiddenError } from '../shared/errors.ts';
@@ -36,6 +37,8 @@ export interface ScoresDeps {
   db: Kysely<DB>;
   clock: Clock;
   audit: AuditService;
+  /** Score and grade changes are announced (docs/events.md); none without. */
+  events?: EventsService | undefined;
   /** Which recorded transactions the model counts (SCORE_TRANSACTIONS); default all. */
   basis?: ScoreBasis;
   /** Whether a chain is configured (recorded transactions are checked); only said in the breakdown. */
@@ -104,6 +107,7 @@ export function createScoresService({
   db,
   clock,
   audit,
+  events,
   basis = 'all',
   chainConfigured = false,
   evidence,
@@ -184,7 +188,7 @@ export function createScoresService({
      */
     async applyBatch(entries: BatchEntry[], jobId: string, actor: Actor) {
       const addresses = entries.map((e) => e.address);
-      return db.transaction().execute(async (trx) => {
+      const answer = await db.transaction().execute(async (trx) => {
         if (!(await repo.jobAlreadyApplied(trx, jobId))) {
           const rows = await repo.registrationOf(trx, addresses);
           const registered = new Set(rows.filter((r) => r.is_registered).map((r) => r.address));
@@ -205,6 +209,7 @@ export function createScoresService({
             now,
             onlyChanged: false,
             actor: { organizationId: actor.organizationId, keyId: actor.keyId },
+            events: events?.stamp(now),
           });
           await audit.append(
             trx,
@@ -228,6 +233,8 @@ export function createScoresService({
           }),
         };
       });
+      events?.committed();
+      return answer;
     },
 
     /**
@@ -240,7 +247,7 @@ export function createScoresService({
       const now = clock();
       // Read before the transaction: the embedded database has one connection.
       const evidenceByAgent = await evidenceOf(addresses);
-      return db.transaction().execute(async (trx) => {
+      const result = await db.transaction().execute(async (trx) => {
         if (options.keepOverrides) {
           const kept = await repo.overridden(trx, addresses);
           if (kept.size) addresses = addresses.filter((a) => !kept.has(a));
@@ -263,9 +270,12 @@ export function createScoresService({
           jobId,
           now,
           onlyChanged: true,
+          events: events?.stamp(now),
         });
         return { scored: rows.length, updated: changed.length };
       });
+      if (result.updated > 0) events?.committed();
+      return result;
     },
 
     /** Every known agent's address, in a stable order (for a full recomputation). */

@@ -1,4 +1,5 @@
 import { type DB, type Kysely, runPrepared, sql } from '@vouch/db';
+import { agentEventCtes } from '../events/events.repository.ts';
 import { type Screening, screeningRows } from '../sanctions/sanctions.repository.ts';
 import type { VerificationResult } from './verification.model.ts';
 
@@ -59,6 +60,8 @@ export interface StoreVerification {
   snapshotId: string | null;
   verification: VerificationResult;
   now: Date;
+  /** Announce a status that differs from the address's previous verification (verification.completed); null: never. */
+  events?: Date | null | undefined;
 }
 
 /**
@@ -67,15 +70,33 @@ export interface StoreVerification {
  * same statement reads the facts again and stores only if they still have it; when they
  * do not, nothing is stored and the current facts come back for the caller to evaluate.
  * Without one, the facts are not read (the function is behind a one-time filter).
+ * With `events`, a stored verification whose status differs from the address's previous one
+ * (or is its first) is announced in the same statement to every organization that hears of
+ * the agent (none for an address nobody registered or budgets for).
  */
 export async function storeVerification(
   db: Executor,
   v: StoreVerification,
-): Promise<{ stored: true } | { stored: false; facts: FingerprintedFacts }> {
+): Promise<{ stored: true; announced: boolean } | { stored: false; facts: FingerprintedFacts }> {
   const r = v.verification;
   const expected = sql`${v.expected}::text`;
   const screenings = JSON.stringify(screeningRows(v.screenings, v.snapshotId, v.now));
-  const statement = sql<{ stored: boolean } & FingerprintedFacts>`
+  // The previous status is read by the statement's snapshot: before its own insert.
+  const announce = agentEventCtes(
+    v.events ?? null,
+    'verification_events',
+    {
+      type: sql`'verification.completed'`,
+      agent: sql`${r.address}::text`,
+      data: sql`jsonb_build_object('status', ${r.status}::text, 'previousStatus', prev.status, 'passed', ${r.passed}::int,
+        'total', ${r.total}::int, 'score', ${r.score}::int, 'grade', ${r.grade}::text, 'verifiedAt', ${r.verifiedAt}::bigint)`,
+      where: sql`prev.status IS DISTINCT FROM ${r.status}::text`,
+    },
+    sql`ok LEFT JOIN (
+        SELECT status FROM verifications WHERE agent = ${r.address}::text ORDER BY created_at DESC, id DESC LIMIT 1
+      ) AS prev ON true`,
+  );
+  const statement = sql<{ stored: boolean; announced: boolean } & FingerprintedFacts>`
     WITH f AS (SELECT * FROM (${factsOf(r.address, v.since)}) AS current WHERE ${expected} IS NOT NULL),
     ok AS (SELECT 1 WHERE ${expected} IS NULL UNION ALL SELECT 1 FROM f WHERE f.fingerprint = ${expected}),
     s AS (
@@ -91,13 +112,15 @@ export async function storeVerification(
         ${r.grade}::text, ${JSON.stringify(r.checks)}::jsonb, ${JSON.stringify(r.checkDetails)}::jsonb,
         ${JSON.stringify(r.checkStates)}::jsonb, ${JSON.stringify(r.sanctionsList)}::jsonb, ${v.now}::timestamptz
       FROM ok
-    )
-    SELECT EXISTS (SELECT 1 FROM ok) AS stored, f.* FROM (SELECT 1) AS one LEFT JOIN f ON true`;
+    ),
+    ${announce}
+    SELECT EXISTS (SELECT 1 FROM ok) AS stored, EXISTS (SELECT 1 FROM verification_events) AS announced, f.*
+    FROM (SELECT 1) AS one LEFT JOIN f ON true`;
   const { rows } = await runPrepared(db, statement.compile(db));
   const row = rows[0];
   if (!row) throw new Error('the verification statement returned no row');
-  const { stored, ...facts } = row;
-  if (stored) return { stored: true };
+  const { stored, announced, ...facts } = row;
+  if (stored) return { stored: true, announced };
   return { stored: false, facts };
 }
 

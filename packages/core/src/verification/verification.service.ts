@@ -1,5 +1,6 @@
 import type { DB, Kysely } from '@vouch/db';
 import { type Grade, gradeFor } from '../agents/agents.model.ts';
+import type { EventsService } from '../events/events.service.ts';
 import type { Screening } from '../sanctions/sanctions.repository.ts';
 import type { SanctionsSource } from '../sanctions/sanctions.service.ts';
 import { type Clock, toUnixSeconds } from '../shared/clock.ts';
@@ -24,6 +25,8 @@ export interface VerificationDeps {
   clock: Clock;
   chain: Pick<ChainReader, 'hasCode' | 'owner'> | null;
   thresholds: VerificationThresholds;
+  /** A status change is announced (verification.completed); none without. */
+  events?: EventsService | undefined;
 }
 
 const DAY_MS = 86_400_000;
@@ -33,7 +36,7 @@ const REMEMBERED_ADDRESSES = 10_000;
 type ChainFact = VerificationFacts['code'];
 type OwnerFact = VerificationFacts['onChainOwner'];
 
-export function createVerificationService({ db, clock, chain, thresholds }: VerificationDeps) {
+export function createVerificationService({ db, clock, chain, thresholds, events }: VerificationDeps) {
   /**
    * The facts each address was last verified with in this process. Verifying it again
    * evaluates them at once and stores in the same statement that reads the facts again,
@@ -151,9 +154,11 @@ export function createVerificationService({ db, clock, chain, thresholds }: Veri
           snapshotId: facts.snapshot_id,
           verification: result,
           now,
+          events: events?.stamp(now),
         });
         if (outcome.stored) {
           remember(address, facts);
+          if (outcome.announced) events?.committed();
           return result;
         }
         // The remembered facts were stale: evaluate the current ones, and store whatever they are.

@@ -1,0 +1,20 @@
+import type { Services } from '@vouch/core';
+import { eventList, eventsQuery } from '@vouch/schemas';
+import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
+import { ok, responses } from '../http.ts';
+import { actorOf } from '../plugins/auth.ts';
+
+/** `/api/events`: the organization's events, in the order they were written. */
+export const eventsRoutes: FastifyPluginAsyncZod<{ services: Services }> = async (app, { services }) => {
+  app.get('/api/events', {
+    schema: {
+      operationId: 'listEvents',
+      tags: ['events'],
+      summary:
+        'The organization’s events in the order they were written, after a cursor (filters: type, agent, since); poll with nextCursor',
+      querystring: eventsQuery,
+      response: responses({ 200: eventList }, [400]),
+    },
+    handler: async (req) => ok(await services.events.list(actorOf(req), req.query)),
+  });
+};

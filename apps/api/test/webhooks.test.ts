@@ -1,0 +1,472 @@
+import { lookup } from 'node:dns/promises';
+import { hostname } from 'node:os';
+import { isPrivateAddress, MAX_ATTEMPTS, RETRY_SCHEDULE_MS } from '@vouch/core';
+import { sql } from '@vouch/db';
+import {
+  createdWebhook,
+  type Delivery,
+  deliveryList,
+  rotatedSecret,
+  successEnvelope,
+  webhookList,
+  webhook as webhookSchema,
+} from '@vouch/schemas';
+import {
+  createAgentWithBudget,
+  createTestApp,
+  eventsSettled,
+  listAllEvents,
+  post,
+  type Receiver,
+  startReceiver,
+  type TestContext,
+  until,
+} from '@vouch/testkit';
+import { Webhook } from 'standardwebhooks';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+
+let t: TestContext;
+let receiver: Receiver;
+
+beforeAll(async () => {
+  receiver = await startReceiver();
+  t = await createTestApp({
+    env: { WEBHOOK_ALLOW_PRIVATE_TARGETS: 'on', WEBHOOK_TIMEOUT_MS: '1000', WEBHOOK_SWEEP_INTERVAL_MS: '3600000' },
+  });
+});
+afterAll(async () => {
+  await t.close();
+  await receiver.close();
+});
+afterEach(() => {
+  receiver.answer(() => ({ status: 200 }));
+});
+
+const request = (method: 'GET' | 'POST' | 'PATCH' | 'DELETE', url: string, payload?: object) =>
+  t.app.inject({ method, url, ...(payload && { payload }) });
+
+let endpoints = 0;
+
+/** An endpoint on the receiver, at a path of its own (`path`), unless `url` says otherwise. */
+async function createWebhook(body: { url?: string; eventTypes: string[]; description?: string }) {
+  const path = `/hooks/${++endpoints}`;
+  const res = await request('POST', '/api/webhooks', { url: `${receiver.url.replace('/hooks', '')}${path}`, ...body });
+  expect(res.statusCode, res.body).toBe(201);
+  return { ...successEnvelope(createdWebhook).parse(res.json()).data, path };
+}
+
+async function deliveries(id: string): Promise<Delivery[]> {
+  const res = await request('GET', `/api/webhooks/${id}/deliveries?limit=100`);
+  expect(res.statusCode, res.body).toBe(200);
+  return successEnvelope(deliveryList).parse(res.json()).data.deliveries;
+}
+
+/** Waits until the endpoint's deliveries satisfy `done`. */
+async function deliveriesUntil(id: string, done: (d: Delivery[]) => boolean, timeoutMs = 15_000) {
+  let last: Delivery[] = [];
+  await until(
+    async () => {
+      last = await deliveries(id);
+      return done(last);
+    },
+    timeoutMs,
+    50,
+  ).catch(() => {
+    throw new Error(`deliveries never got there: ${JSON.stringify(last)}`);
+  });
+  return last;
+}
+
+const forWebhook = (id: string) => (r: { body: string }) => JSON.parse(r.body).data?.webhookId === id;
+
+describe('POST /api/webhooks', () => {
+  it('creates an endpoint with a Standard Webhooks secret shown once', async () => {
+    const created = await createWebhook({ eventTypes: ['spend.refused', 'budget.threshold'], description: 'ops' });
+    expect(created.id).toMatch(/^wh_[0-9a-f]{16}$/);
+    expect(created.secret).toMatch(/^whsec_[A-Za-z0-9+/]{43}=$/);
+    expect(created).toMatchObject({ enabled: true, description: 'ops', failingSince: null });
+    expect(created.url).toBe(`${receiver.url.replace('/hooks', '')}${created.path}`);
+    const listed = successEnvelope(webhookList).parse((await request('GET', '/api/webhooks')).json()).data;
+    const mine = listed.webhooks.find((w) => w.id === created.id);
+    expect(mine).toBeDefined();
+    expect(JSON.stringify(listed)).not.toContain(created.secret);
+    const one = await request('GET', `/api/webhooks/${created.id}`);
+    expect(successEnvelope(webhookSchema).parse(one.json()).data.eventTypes).toEqual([
+      'spend.refused',
+      'budget.threshold',
+    ]);
+  });
+
+  it('refuses bad endpoints and event types with a 400, storing nothing', async () => {
+    const before = await sql<{ n: number }>`SELECT count(*)::int AS n FROM webhooks`.execute(t.database.db);
+    const bad = [
+      { url: 'ftp://example.com/x', eventTypes: ['spend.refused'] },
+      { url: 'not a url', eventTypes: ['spend.refused'] },
+      { url: 'https://user:pw@example.com/', eventTypes: ['spend.refused'] },
+      { url: 'https://example.com/#frag', eventTypes: ['spend.refused'] },
+      { url: 'https://example.com/', eventTypes: [] },
+      { url: 'https://example.com/', eventTypes: ['spend.everything'] },
+      { url: 'https://example.com/', eventTypes: ['webhook.test'] },
+      { url: 'https://example.com/', eventTypes: ['spend.refused', 'spend.refused'] },
+      { url: 'https://example.com/', eventTypes: ['spend.refused'], secret: 'whsec_mine' },
+      { url: `https://example.com/${'x'.repeat(2100)}`, eventTypes: ['spend.refused'] },
+    ];
+    for (const body of bad) {
+      const res = await request('POST', '/api/webhooks', body);
+      expect(res.statusCode, JSON.stringify(body)).toBe(400);
+      expect(res.json().error.code).toBe('VALIDATION_ERROR');
+    }
+    const after = await sql<{ n: number }>`SELECT count(*)::int AS n FROM webhooks`.execute(t.database.db);
+    expect(after.rows[0]?.n).toBe(before.rows[0]?.n);
+  });
+
+  it('answers 404 for an endpoint that is not there', async () => {
+    for (const [method, url] of [
+      ['GET', '/api/webhooks/wh_0000000000000000'],
+      ['DELETE', '/api/webhooks/wh_0000000000000000'],
+      ['POST', '/api/webhooks/wh_0000000000000000/rotate-secret'],
+      ['POST', '/api/webhooks/wh_0000000000000000/test'],
+      ['GET', '/api/webhooks/wh_0000000000000000/deliveries'],
+      ['POST', '/api/webhooks/wh_0000000000000000/deliveries/dlv_1/retry'],
+    ] as const) {
+      const res = await request(method, url);
+      expect(res.statusCode, url).toBe(404);
+      expect(res.json().error.code).toBe('NOT_FOUND');
+    }
+    expect((await request('GET', '/api/webhooks/nope')).statusCode).toBe(400);
+  });
+});
+
+describe('delivery', () => {
+  it('POSTs each matching event, signed so that the standardwebhooks package verifies it', async () => {
+    const created = await createWebhook({ eventTypes: ['spend.refused'] });
+    const agent = await createAgentWithBudget(t.app, { dailyLimit: '10', monthlyLimit: '10' });
+    await post(t.app, `/api/budgets/${agent}/spend`, { amount: '1' }); // accepted: not subscribed
+    // Refused under an Idempotency-Key: the refusal commits with its event, and the fan-out is
+    // asked for then (the sweep is an hour away in this file).
+    await post(t.app, `/api/budgets/${agent}/spend`, { amount: '50' }, { 'idempotency-key': `refused-${agent}` });
+    const [got] = await receiver.waitFor(1, 15_000, (r) => r.path === created.path);
+    if (!got) throw new Error('no delivery');
+    const verified = new Webhook(created.secret).verify(got.body, got.headers) as Record<string, unknown>;
+    expect(verified).toMatchObject({ type: 'spend.refused', agent, data: { amount: '50', reason: 'PER_TX_LIMIT' } });
+    expect(got.headers['webhook-id']).toBe(verified.id);
+    expect(got.headers['webhook-id']).toMatch(/^evt_\d+$/);
+    expect(got.headers['content-type']).toBe('application/json');
+    expect(got.headers['webhook-signature']).toMatch(/^v1,[A-Za-z0-9+/]+=*$/);
+    expect(Math.floor(Date.parse(verified.timestamp as string) / 1000)).toBe(verified.createdAt);
+    // A wrong secret or a changed body does not verify.
+    expect(() => new Webhook(`whsec_${Buffer.alloc(32).toString('base64')}`).verify(got.body, got.headers)).toThrow();
+    expect(() => new Webhook(created.secret).verify(got.body.replace('50', '51'), got.headers)).toThrow();
+
+    const [d] = await deliveriesUntil(created.id, (ds) => ds[0]?.status === 'succeeded');
+    expect(d).toMatchObject({
+      eventId: got.headers['webhook-id'],
+      eventType: 'spend.refused',
+      attempts: 1,
+      lastStatusCode: 200,
+      lastError: null,
+      nextAttemptAt: null,
+    });
+    expect(d?.attemptLog).toEqual([
+      { attempt: 1, statusCode: 200, durationMs: expect.any(Number), error: null, at: expect.any(Number) },
+    ]);
+    // Only the refused spend was delivered to it.
+    expect(await deliveries(created.id)).toHaveLength(1);
+  });
+
+  it('signs with both secrets for 24 hours after a rotation, and verifies with either', async () => {
+    const created = await createWebhook({ eventTypes: ['webhook.disabled'] });
+    const rotated = successEnvelope(rotatedSecret).parse(
+      (await request('POST', `/api/webhooks/${created.id}/rotate-secret`)).json(),
+    ).data;
+    expect(rotated.secret).not.toBe(created.secret);
+    const test = await request('POST', `/api/webhooks/${created.id}/test`);
+    expect(test.statusCode, test.body).toBe(202);
+    const [got] = await receiver.waitFor(1, 15_000, forWebhook(created.id));
+    if (!got) throw new Error('no delivery');
+    expect(got.headers['webhook-signature']?.split(' ')).toHaveLength(2);
+    for (const secret of [rotated.secret, created.secret]) {
+      expect(new Webhook(secret).verify(got.body, got.headers)).toMatchObject({ type: 'webhook.test' });
+    }
+    // After the 24 hours only the new secret signs.
+    t.clock.advance(24 * 3_600_000 + 1000);
+    try {
+      await request('POST', `/api/webhooks/${created.id}/test`);
+      const [, later] = await receiver.waitFor(2, 15_000, forWebhook(created.id));
+      if (!later) throw new Error('no second delivery');
+      expect(later.headers['webhook-signature']?.split(' ')).toHaveLength(1);
+      expect(() => new Webhook(created.secret).verify(later.body, later.headers)).toThrow();
+    } finally {
+      t.clock.advance(-(24 * 3_600_000 + 1000));
+    }
+  });
+
+  it('tries again after the backoff while the receiver is down, and delivers once it is back', async () => {
+    const down = await startReceiver();
+    const created = await createWebhook({ url: down.url, eventTypes: ['webhook.disabled'] });
+    await down.down();
+    try {
+      const started = Date.now();
+      await request('POST', `/api/webhooks/${created.id}/test`);
+      const [failed] = await deliveriesUntil(created.id, (ds) => ds[0]?.attempts === 1);
+      expect(failed).toMatchObject({ status: 'pending', lastStatusCode: null });
+      expect(failed?.lastError).toMatch(/ECONNREFUSED|connect/);
+      expect(failed?.nextAttemptAt).toBeGreaterThan(0);
+      await down.up();
+      const [done] = await deliveriesUntil(created.id, (ds) => ds[0]?.status === 'succeeded', 20_000);
+      // The second attempt came after the first wait of the schedule.
+      expect(Date.now() - started).toBeGreaterThanOrEqual((RETRY_SCHEDULE_MS[0] as number) - 100);
+      expect(done?.attemptLog.map((a) => a.statusCode)).toEqual([null, 200]);
+      expect(down.requests).toHaveLength(1);
+      const [got] = down.requests;
+      expect(got?.headers['webhook-id']).toBe(done?.eventId);
+    } finally {
+      await down.close();
+    }
+  }, 30_000);
+
+  it('counts an error status, a redirect and a receiver that does not answer in time as failed attempts', async () => {
+    for (const [answer, error] of [
+      [{ status: 500 }, /answered 500/],
+      [{ status: 302, headers: { location: 'http://127.0.0.1:1/elsewhere' } }, /redirects are not followed/],
+      [{ hang: true }, /no answer within 1000 ms/],
+    ] as const) {
+      const created = await createWebhook({ eventTypes: ['webhook.disabled'] });
+      receiver.answer((r) => (forWebhook(created.id)(r) ? answer : { status: 200 }));
+      await request('POST', `/api/webhooks/${created.id}/test`);
+      const [d] = await deliveriesUntil(created.id, (ds) => ds[0]?.attempts === 1);
+      expect(d?.status).toBe('pending');
+      expect(d?.lastError).toMatch(error);
+      expect(d?.attemptLog[0]?.durationMs).toBeGreaterThanOrEqual(0);
+      // Nothing was followed.
+      expect(receiver.requests.filter((r) => r.path === '/elsewhere')).toEqual([]);
+      await request('PATCH', `/api/webhooks/${created.id}`, { enabled: false });
+    }
+  }, 30_000);
+
+  it('gives up after the last attempt of the schedule', async () => {
+    const created = await createWebhook({ eventTypes: ['webhook.disabled'] });
+    receiver.answer(() => ({ status: 503 }));
+    await request('POST', `/api/webhooks/${created.id}/test`);
+    const [first] = await deliveriesUntil(created.id, (ds) => ds[0]?.attempts === 1);
+    const id = String(first?.id).slice(4);
+    // The attempts before the last one, as if their waits had passed.
+    await sql`UPDATE webhook_deliveries SET attempts = ${MAX_ATTEMPTS - 1} WHERE id = ${id}::bigint`.execute(
+      t.database.db,
+    );
+    const result = await t.services.webhooks.deliver(id, 1);
+    expect(result).toEqual({ status: 'failed', attempts: MAX_ATTEMPTS });
+    const [last] = await deliveries(created.id);
+    expect(last).toMatchObject({ status: 'failed', nextAttemptAt: null, lastStatusCode: 503 });
+  });
+});
+
+describe('an endpoint failing for days', () => {
+  it('is disabled, its pending deliveries failed, and an event says so', async () => {
+    const watcher = await createWebhook({ eventTypes: ['webhook.disabled'] });
+    const failing = await createWebhook({ eventTypes: ['spend.accepted'] });
+    receiver.answer((r) => (JSON.parse(r.body).type === 'spend.accepted' ? { status: 500 } : { status: 200 }));
+    const agent = await createAgentWithBudget(t.app, { dailyLimit: '10', monthlyLimit: '10' });
+    await post(t.app, `/api/budgets/${agent}/spend`, { amount: '1' });
+    await deliveriesUntil(failing.id, (ds) => ds[0]?.attempts === 1);
+    const since = (await request('GET', `/api/webhooks/${failing.id}`)).json().data.failingSince;
+    expect(since).toBeGreaterThan(0);
+
+    // Five days later it still fails.
+    t.clock.advance(5 * 86_400_000);
+    try {
+      await post(t.app, `/api/budgets/${agent}/spend`, { amount: '1' });
+      await until(async () => !(await request('GET', `/api/webhooks/${failing.id}`)).json().data.enabled, 15_000);
+      const state = (await request('GET', `/api/webhooks/${failing.id}`)).json().data;
+      expect(state).toMatchObject({
+        enabled: false,
+        failingSince: since,
+        disabledReason: 'no successful delivery for 5 day(s)',
+      });
+      expect((await deliveries(failing.id)).every((d) => d.status === 'failed')).toBe(true);
+      const disabled = await listAllEvents(t.app, t.database, '&type=webhook.disabled');
+      expect(disabled.map((e) => e.data)).toContainEqual(
+        expect.objectContaining({ webhookId: failing.id, failingSince: since, lastStatusCode: 500 }),
+      );
+      // Delivered to the organization's other endpoint that subscribes to it.
+      await receiver.waitFor(1, 15_000, (r) => {
+        const body = JSON.parse(r.body);
+        return body.type === 'webhook.disabled' && body.data.webhookId === failing.id;
+      });
+      // Nothing more goes to it, and its test and retries are refused until it is turned on again.
+      expect((await request('POST', `/api/webhooks/${failing.id}/test`)).json().error.code).toBe('WEBHOOK_DISABLED');
+      const on = await request('PATCH', `/api/webhooks/${failing.id}`, { enabled: true });
+      expect(on.json().data).toMatchObject({ enabled: true, failingSince: null, disabledReason: null });
+      expect(watcher.enabled).toBe(true);
+    } finally {
+      t.clock.advance(-5 * 86_400_000);
+    }
+  }, 30_000);
+});
+
+describe('retry and replay', () => {
+  it('sends a failed delivery again on request, and replays the events of a time range it missed', async () => {
+    const created = await createWebhook({ eventTypes: ['spend.accepted'] });
+    const agent = await createAgentWithBudget(t.app, { dailyLimit: '100', monthlyLimit: '100' });
+    receiver.answer(() => ({ status: 410 }));
+    await post(t.app, `/api/budgets/${agent}/spend`, { amount: '1' });
+    const [first] = await deliveriesUntil(created.id, (ds) => ds[0]?.attempts === 1);
+    receiver.answer(() => ({ status: 204 }));
+    const retried = await request('POST', `/api/webhooks/${created.id}/deliveries/${first?.id}/retry`);
+    expect(retried.statusCode, retried.body).toBe(202);
+    const [done] = await deliveriesUntil(created.id, (ds) => ds[0]?.status === 'succeeded');
+    expect(done?.attemptLog.map((a) => a.statusCode)).toEqual([410, 204]);
+
+    // Turned off while two spends happen: they are not delivered...
+    await request('PATCH', `/api/webhooks/${created.id}`, { enabled: false });
+    await post(t.app, `/api/budgets/${agent}/spend`, { amount: '2' });
+    await post(t.app, `/api/budgets/${agent}/spend`, { amount: '3' });
+    await eventsSettled(t.database);
+    await t.services.webhooks.dispatch();
+    expect(await deliveries(created.id)).toHaveLength(1);
+    const refused = await request('POST', `/api/webhooks/${created.id}/replay`, { since: 0 });
+    expect(refused.statusCode).toBe(409);
+    // ...until it is on again and they are replayed; the one delivered already is skipped.
+    await request('PATCH', `/api/webhooks/${created.id}`, { enabled: true });
+    const replay = await request('POST', `/api/webhooks/${created.id}/replay`, { since: 0 });
+    expect(replay.statusCode, replay.body).toBe(202);
+    // Every spend.accepted of the organization (other tests' too) but the one it received.
+    const accepted = await listAllEvents(t.app, t.database, '&type=spend.accepted');
+    expect(replay.json().data).toMatchObject({ queued: accepted.length - 1, skipped: 1, complete: true });
+    const all = await deliveriesUntil(
+      created.id,
+      (ds) => ds.length === accepted.length && ds.every((d) => d.status === 'succeeded'),
+    );
+    const mine = accepted.filter((e) => e.agent === agent);
+    expect(mine.map((e) => e.data.amount)).toEqual(['1', '2', '3']);
+    for (const e of mine) expect(all.some((d) => d.eventId === e.id)).toBe(true);
+    expect((await request('POST', `/api/webhooks/${created.id}/replay`, { since: 10, until: 5 })).statusCode).toBe(400);
+  });
+
+  it('refuses a delivery of another endpoint', async () => {
+    const a = await createWebhook({ eventTypes: ['webhook.disabled'] });
+    const b = await createWebhook({ eventTypes: ['webhook.disabled'] });
+    const test = (await request('POST', `/api/webhooks/${a.id}/test`)).json().data;
+    const res = await request('POST', `/api/webhooks/${b.id}/deliveries/${test.deliveryId}/retry`);
+    expect(res.statusCode).toBe(404);
+  });
+});
+
+describe('private targets', () => {
+  it('are refused when WEBHOOK_ALLOW_PRIVATE_TARGETS is off: literal addresses at once, names when they resolve', async () => {
+    const strict = await createTestApp({ env: { WEBHOOK_ALLOW_PRIVATE_TARGETS: 'off' } });
+    try {
+      for (const url of [
+        'http://127.0.0.1:8080/x',
+        'http://localhost/x',
+        'http://10.1.2.3/x',
+        'http://169.254.169.254/latest/meta-data',
+        'http://[::1]/x',
+        'http://[::ffff:127.0.0.1]/x',
+        'http://0x7f.1/x',
+        'http://2130706433/x',
+      ]) {
+        const res = await strict.app.inject({
+          method: 'POST',
+          url: '/api/webhooks',
+          payload: { url, eventTypes: ['spend.refused'] },
+        });
+        expect(res.statusCode, url).toBe(400);
+        expect(res.json().error.details[0].path).toBe('body.url');
+      }
+      // A name is checked against what it resolves to when a delivery connects (DNS rebinding).
+      const name = hostname();
+      const resolved = await lookup(name, { all: true });
+      if (!resolved.every((a) => isPrivateAddress(a.address))) return; // this machine's name is public
+      const res = await strict.app.inject({
+        method: 'POST',
+        url: '/api/webhooks',
+        payload: { url: `http://${name}:${receiver.port}/hooks`, eventTypes: ['webhook.disabled'] },
+      });
+      expect(res.statusCode, res.body).toBe(201);
+      const id = res.json().data.id;
+      const before = receiver.requests.length;
+      await strict.app.inject({ method: 'POST', url: `/api/webhooks/${id}/test` });
+      let last: Delivery[] = [];
+      await until(async () => {
+        last = successEnvelope(deliveryList).parse(
+          (await strict.app.inject({ method: 'GET', url: `/api/webhooks/${id}/deliveries` })).json(),
+        ).data.deliveries;
+        return last[0]?.attempts === 1;
+      }, 15_000);
+      expect(last[0]?.lastError).toMatch(/private, loopback or reserved address: refused/);
+      expect(receiver.requests.length).toBe(before);
+    } finally {
+      await strict.close();
+    }
+  });
+});
+
+describe('PATCH and DELETE /api/webhooks/:id', () => {
+  it('changes what an endpoint receives, and a deleted one receives nothing more', async () => {
+    const created = await createWebhook({ eventTypes: ['spend.refused'] });
+    const patched = await request('PATCH', `/api/webhooks/${created.id}`, {
+      eventTypes: ['spend.accepted'],
+      description: null,
+    });
+    expect(patched.json().data).toMatchObject({ eventTypes: ['spend.accepted'], description: null });
+    expect((await request('PATCH', `/api/webhooks/${created.id}`, {})).statusCode).toBe(400);
+    expect((await request('PATCH', `/api/webhooks/${created.id}`, { url: 'gopher://x' })).statusCode).toBe(400);
+    const deleted = await request('DELETE', `/api/webhooks/${created.id}`);
+    expect(deleted.json().data.id).toBe(created.id);
+    expect((await request('GET', `/api/webhooks/${created.id}`)).statusCode).toBe(404);
+    const agent = await createAgentWithBudget(t.app, { dailyLimit: '10', monthlyLimit: '10' });
+    await post(t.app, `/api/budgets/${agent}/spend`, { amount: '1' });
+    await eventsSettled(t.database);
+    await t.services.webhooks.dispatch();
+    const rows = await sql<{
+      n: number;
+    }>`SELECT count(*)::int AS n FROM webhook_deliveries WHERE webhook_id = ${created.id}`.execute(t.database.db);
+    expect(rows.rows[0]?.n).toBe(0);
+  });
+});
+
+describe('the sweep', () => {
+  it('fans out events written while nothing asked for it, and queues again a due delivery whose job was lost', async () => {
+    const created = await createWebhook({ eventTypes: ['budget.threshold'] });
+    const agent = await createAgentWithBudget(t.app, { dailyLimit: '10', monthlyLimit: '1000' });
+    // Written straight through the service, with nothing asking for the fan-out afterwards.
+    await t.database.db.transaction().execute((trx) =>
+      t.services.events.append(
+        trx,
+        { organizationId: 'default', kind: 'system', keyId: null, operator: true },
+        'budget.threshold',
+        agent,
+        {
+          window: 'daily',
+          threshold: 80,
+          limit: '10',
+          spent: '8',
+          held: '0',
+          asset: '',
+          windowStart: 0,
+          resetsAt: 86_400,
+          spendId: '1',
+          authorizationId: null,
+        },
+      ),
+    );
+    await eventsSettled(t.database);
+    const swept = await t.services.webhooks.sweep();
+    expect(swept.events).toBeGreaterThanOrEqual(1);
+    await deliveriesUntil(created.id, (ds) => ds[0]?.status === 'succeeded');
+
+    // A pending delivery due long ago with no job (a restart, Redis lost): queued again by the sweep.
+    const [d] = await deliveries(created.id);
+    const id = String(d?.id).slice(4);
+    await sql`UPDATE webhook_deliveries SET status = 'pending', run = run + 1, next_attempt_at = now() - interval '1 hour'
+      WHERE id = ${id}::bigint`.execute(t.database.db);
+    const again = await t.services.webhooks.sweep();
+    expect(again.requeued).toBeGreaterThanOrEqual(1);
+    const [done] = await deliveriesUntil(
+      created.id,
+      (ds) => ds[0]?.status === 'succeeded' && ds[0].attemptLog.length === 2,
+    );
+    expect(done?.attemptLog.map((a) => a.statusCode)).toEqual([200, 200]);
+  });
+});

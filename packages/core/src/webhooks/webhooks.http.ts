@@ -1,0 +1,116 @@
+import { lookup as dnsLookup, type LookupAddress } from 'node:dns';
+import http from 'node:http';
+import https from 'node:https';
+import { isIP, type LookupFunction } from 'node:net';
+import { isPrivateAddress, literalTargetProblem } from './webhooks.model.ts';
+
+export interface SendOptions {
+  /** The whole attempt (connection, request, answer) must end within this long. */
+  timeoutMs: number;
+  /** WEBHOOK_ALLOW_PRIVATE_TARGETS: private, loopback and link-local targets are allowed. */
+  allowPrivateTargets: boolean;
+}
+
+export interface SendResult {
+  /** The receiver's status; null when none came (refused target, connection error, timeout). */
+  statusCode: number | null;
+  durationMs: number;
+  error: string | null;
+}
+
+/** What is read of a receiver's answer: enough to free the connection, never its whole body. */
+const MAX_RESPONSE_BYTES = 64 * 1024;
+
+/**
+ * Resolves a name and refuses it when any of its addresses is private. Node connects to the
+ * address this returns, so the check holds for the connection itself: a name that resolves to a
+ * public address when the webhook is saved and to 127.0.0.1 when it is delivered (DNS
+ * rebinding) is refused at that moment.
+ */
+const guardedLookup: LookupFunction = (hostname, options, callback) => {
+  dnsLookup(hostname, { ...options, all: true }, (error, addresses: LookupAddress[]) => {
+    if (error) return callback(error, '', 0);
+    const refused = addresses.find((a) => isPrivateAddress(a.address));
+    if (refused || addresses.length === 0) {
+      const why = refused
+        ? `${hostname} resolves to ${refused.address}, a private, loopback or reserved address`
+        : `${hostname} resolves to no address`;
+      return callback(
+        Object.assign(new Error(`${why}: refused (WEBHOOK_ALLOW_PRIVATE_TARGETS)`), { code: 'ETARGETREFUSED' }),
+        '',
+        0,
+      );
+    }
+    const first = addresses[0] as LookupAddress;
+    if ((options as { all?: boolean }).all) {
+      (callback as unknown as (e: null, a: LookupAddress[]) => void)(null, addresses);
+    } else callback(null, first.address, first.family);
+  });
+};
+
+/**
+ * POSTs one webhook message. Never throws: the outcome (status, time, error) is the result.
+ * Redirects are not followed (a 3xx is the receiver's answer), nothing is retried here, and a
+ * receiver that does not answer within the timeout is cut off.
+ */
+export function postWebhook(
+  url: string,
+  headers: Record<string, string>,
+  body: string,
+  options: SendOptions,
+): Promise<SendResult> {
+  const started = performance.now();
+  const elapsed = () => Math.round(performance.now() - started);
+  return new Promise<SendResult>((resolve) => {
+    let settled = false;
+    const finish = (statusCode: number | null, error: string | null) => {
+      if (settled) return;
+      settled = true;
+      clearTimeout(timer);
+      resolve({ statusCode, durationMs: elapsed(), error });
+    };
+    const target = new URL(url);
+    if (!options.allowPrivateTargets) {
+      const problem = literalTargetProblem(url);
+      if (problem) {
+        finish(null, `the URL ${problem}: refused (WEBHOOK_ALLOW_PRIVATE_TARGETS)`);
+        return;
+      }
+    }
+    const client = target.protocol === 'https:' ? https : http;
+    const payload = Buffer.from(body, 'utf8');
+    const request = client.request(target, {
+      method: 'POST',
+      headers: { ...headers, 'content-length': String(payload.length) },
+      // A fresh connection per attempt: no socket outlives the check made when it was opened.
+      agent: false,
+      ...(!options.allowPrivateTargets && !isIP(target.hostname.replace(/^\[|\]$/g, '')) && { lookup: guardedLookup }),
+    });
+    const timer = setTimeout(() => {
+      request.destroy(new Error(`no answer within ${options.timeoutMs} ms`));
+    }, options.timeoutMs);
+    request.on('error', (error) => finish(null, error.message));
+    request.on('response', (response) => {
+      const status = response.statusCode ?? null;
+      const location = response.headers.location;
+      let read = 0;
+      response.on('data', (chunk: Buffer) => {
+        read += chunk.length;
+        if (read > MAX_RESPONSE_BYTES) response.destroy();
+      });
+      const done = () =>
+        finish(
+          status,
+          status !== null && status >= 300 && status < 400
+            ? `redirects are not followed${location ? ` (Location: ${String(location).slice(0, 200)})` : ''}`
+            : status !== null && (status < 200 || status >= 300)
+              ? `the receiver answered ${status}`
+              : null,
+        );
+      response.on('end', done);
+      response.on('close', done);
+      response.on('error', done);
+    });
+    request.end(payload);
+  });
+}

@@ -1,0 +1,498 @@
+import type { DB, DeliveryStatus, Kysely, WebhookRow } from '@vouch/db';
+import { type JobRunner, jobs, RunAgainLater } from '@vouch/jobs';
+import type {
+  CreateWebhookInput,
+  DeliveriesQuery,
+  Delivery,
+  EventType,
+  ReplayInput,
+  UpdateWebhookInput,
+  Webhook,
+} from '@vouch/schemas';
+import type { AuditService } from '../audit/audit.service.ts';
+import * as events from '../events/events.repository.ts';
+import { type EventsService, publicEventId, toEvent } from '../events/events.service.ts';
+import { type Actor, systemActor } from '../shared/actor.ts';
+import { type Clock, toUnixSeconds } from '../shared/clock.ts';
+import { DomainError, NotFoundError, ValidationError } from '../shared/errors.ts';
+import { postWebhook, type SendOptions, type SendResult } from './webhooks.http.ts';
+import {
+  delivered,
+  literalTargetProblem,
+  newSecret,
+  newWebhookId,
+  PREVIOUS_SECRET_VALID_MS,
+  retryDelayMs,
+  signatureHeader,
+} from './webhooks.model.ts';
+import * as repo from './webhooks.repository.ts';
+
+export interface WebhooksSettings {
+  timeoutMs: number;
+  allowPrivateTargets: boolean;
+  /** An endpoint with no success since its first failure this long ago is disabled. */
+  disableAfterMs: number;
+}
+
+export interface WebhooksDeps {
+  db: Kysely<DB>;
+  clock: Clock;
+  runner: JobRunner;
+  audit: AuditService;
+  events: EventsService;
+  settings: WebhooksSettings;
+  /** Sends one message (tests may wrap it); default: postWebhook. */
+  send?: (url: string, headers: Record<string, string>, body: string, options: SendOptions) => Promise<SendResult>;
+  onError?: (error: unknown, context: Record<string, unknown>) => void;
+}
+
+/** Events fanned out per organization and statement, and statements per dispatch job (the next job continues). */
+const FAN_OUT_BATCH = 1000;
+const FAN_OUT_ROUNDS = 20;
+/** A pending delivery due this long ago whose attempt has not happened: its job is queued again. */
+export const STRANDED_AFTER_MS = 30_000;
+const STRANDED_BATCH = 1000;
+/** Attempts shown per delivery. */
+const ATTEMPT_LOG = 20;
+
+const seconds = (date: Date | null) => (date ? toUnixSeconds(date) : null);
+
+function toWebhook(row: WebhookRow, now: Date): Webhook {
+  const previousValid = row.previous_secret_expires_at && row.previous_secret_expires_at > now;
+  return {
+    id: row.id,
+    organizationId: row.organization_id,
+    url: row.url,
+    description: row.description,
+    eventTypes: row.event_types as EventType[],
+    enabled: row.enabled,
+    disabledReason: row.disabled_reason,
+    disabledAt: seconds(row.disabled_at),
+    failingSince: seconds(row.failing_since),
+    lastSuccessAt: seconds(row.last_success_at),
+    previousSecretExpiresAt: previousValid ? seconds(row.previous_secret_expires_at) : null,
+    createdAt: toUnixSeconds(row.created_at),
+    updatedAt: toUnixSeconds(row.updated_at),
+  };
+}
+
+const publicDeliveryId = (id: string) => `dlv_${id}`;
+const internalId = (publicId: string) => publicId.slice(publicId.indexOf('_') + 1);
+
+function encodeCursor(id: string): string {
+  return Buffer.from(id).toString('base64url');
+}
+function decodeCursor(cursor: string): string {
+  const id = Buffer.from(cursor, 'base64url').toString('utf8');
+  if (/^[1-9]\d{0,17}$/.test(id)) return id;
+  throw new ValidationError([{ path: 'querystring.cursor', message: 'is not a cursor this service issued' }]);
+}
+
+export class WebhookDisabledError extends DomainError {
+  constructor(id: string) {
+    super('WEBHOOK_DISABLED', `webhook ${id} is disabled; turn it on with PATCH {"enabled": true} first`);
+  }
+}
+
+/**
+ * Webhook endpoints of an organization, and the delivery of its events to them: a dispatch job
+ * fans new events out into pending deliveries, one job per delivery sends it (Standard Webhooks
+ * headers and signatures) and keeps its attempts, retried on the delivery's own schedule;
+ * the periodic sweep makes sure nothing is stranded (docs/events.md).
+ */
+export function createWebhooksService({
+  db,
+  clock,
+  runner,
+  audit,
+  events: outbox,
+  settings,
+  send = postWebhook,
+  onError,
+}: WebhooksDeps) {
+  const enqueueDelivery = (d: { id: string; run: number }) =>
+    runner.enqueue(jobs.deliverWebhook, { deliveryId: d.id, run: d.run }, { jobKey: `${d.id}-${d.run}` });
+
+  /** Queues deliveries after the commit that created them; one that cannot be queued waits for the sweep. */
+  async function enqueueAll(deliveries: Array<{ id: string; run: number }>): Promise<void> {
+    for (const d of deliveries) {
+      try {
+        await enqueueDelivery(d);
+      } catch (error) {
+        onError?.(error, { job: jobs.deliverWebhook.name, deliveryId: d.id });
+        return; // the queue is away: the sweep queues them all again later
+      }
+    }
+  }
+
+  function checkTarget(url: string): void {
+    if (settings.allowPrivateTargets) return;
+    const problem = literalTargetProblem(url);
+    if (problem) {
+      throw new ValidationError([
+        { path: 'body.url', message: `${problem}, refused (WEBHOOK_ALLOW_PRIVATE_TARGETS is off)` },
+      ]);
+    }
+  }
+
+  async function requireWebhook(actor: Actor, id: string, executor: Kysely<DB> = db): Promise<WebhookRow> {
+    const row = await repo.findWebhook(executor, actor.organizationId, id);
+    if (!row) throw new NotFoundError(`webhook ${id} is not known`);
+    return row;
+  }
+
+  async function toDeliveries(rows: repo.DeliveryListRow[]): Promise<Delivery[]> {
+    const attempts = await repo.attemptsOf(
+      db,
+      rows.map((r) => r.id),
+      ATTEMPT_LOG,
+    );
+    return rows.map((r) => ({
+      id: publicDeliveryId(r.id),
+      webhookId: r.webhook_id,
+      eventId: publicEventId(r.event_id),
+      eventType: r.event_type as EventType,
+      status: r.status,
+      attempts: r.attempts,
+      nextAttemptAt: r.status === 'pending' ? seconds(r.next_attempt_at) : null,
+      lastStatusCode: r.last_status_code,
+      lastError: r.last_error,
+      deliveredAt: seconds(r.delivered_at),
+      createdAt: toUnixSeconds(r.created_at),
+      attemptLog: attempts
+        .filter((a) => a.delivery_id === r.id)
+        .map((a) => ({
+          attempt: a.attempt,
+          statusCode: a.status_code,
+          durationMs: a.duration_ms,
+          error: a.error,
+          at: toUnixSeconds(a.created_at),
+        })),
+    }));
+  }
+
+  /** Turns the endpoint off for failing for days, with an event saying so, in one transaction. */
+  async function disableFailing(trx: Kysely<DB>, webhookId: string, attempt: SendResult, now: Date) {
+    const days = Math.round(settings.disableAfterMs / 86_400_000);
+    const reason = `no successful delivery for ${days > 0 ? `${days} day(s)` : `${settings.disableAfterMs} ms`}`;
+    const disabled = await repo.disableEndpoint(trx, webhookId, reason, now);
+    if (!disabled) return false;
+    const actor = systemActor(disabled.organization_id);
+    await outbox.append(
+      trx,
+      actor,
+      'webhook.disabled',
+      null,
+      {
+        webhookId,
+        url: disabled.url,
+        reason,
+        failingSince: toUnixSeconds(disabled.failing_since ?? now),
+        lastStatusCode: attempt.statusCode,
+        lastError: attempt.error,
+      },
+      now,
+    );
+    await audit.append(trx, actor, 'webhook.disabled', null, { webhookId, reason }, now);
+    return true;
+  }
+
+  /** Fans finished events out to the subscriptions, then queues the deliveries it created. */
+  async function dispatch(): Promise<{ events: number; deliveries: number }> {
+    let total = 0;
+    let created = 0;
+    for (let round = 0; round < FAN_OUT_ROUNDS; round++) {
+      const now = clock();
+      const batch = await db.transaction().execute(async (trx) => {
+        await events.lockDispatch(trx);
+        return events.fanOut(trx, FAN_OUT_BATCH, now);
+      });
+      total += batch.events;
+      created += batch.deliveries.length;
+      await enqueueAll(batch.deliveries);
+      if (batch.fullest < FAN_OUT_BATCH) return { events: total, deliveries: created };
+    }
+    // More remains: the next dispatch continues.
+    outbox.committed();
+    return { events: total, deliveries: created };
+  }
+
+  return {
+    async create(actor: Actor, input: CreateWebhookInput) {
+      checkTarget(input.url);
+      const now = clock();
+      const secret = newSecret();
+      const row = await db.transaction().execute(async (trx) => {
+        // The organization's first webhook: its events are fanned out from now on.
+        await events.startDispatch(trx, actor.organizationId);
+        const row = await repo.insertWebhook(trx, {
+          id: newWebhookId(),
+          organizationId: actor.organizationId,
+          url: input.url,
+          description: input.description ?? null,
+          eventTypes: input.eventTypes,
+          secret,
+          now,
+        });
+        await audit.append(
+          trx,
+          actor,
+          'webhook.created',
+          null,
+          { webhookId: row.id, url: row.url, eventTypes: row.event_types },
+          now,
+        );
+        return row;
+      });
+      return { ...toWebhook(row, now), secret };
+    },
+
+    async list(actor: Actor) {
+      const now = clock();
+      return { webhooks: (await repo.listWebhooks(db, actor.organizationId)).map((r) => toWebhook(r, now)) };
+    },
+
+    async get(actor: Actor, id: string) {
+      return toWebhook(await requireWebhook(actor, id), clock());
+    },
+
+    async update(actor: Actor, id: string, input: UpdateWebhookInput) {
+      if (input.url !== undefined) checkTarget(input.url);
+      const now = clock();
+      const row = await db.transaction().execute(async (trx) => {
+        const row = await repo.updateWebhook(trx, actor.organizationId, id, input, now);
+        if (!row) throw new NotFoundError(`webhook ${id} is not known`);
+        // Turned off by hand: nothing more is sent to it.
+        if (input.enabled === false) await repo.failPending(trx, id, 'the endpoint was disabled');
+        await audit.append(
+          trx,
+          actor,
+          'webhook.updated',
+          null,
+          { webhookId: id, changed: Object.keys(input).sort(), url: row.url, enabled: row.enabled },
+          now,
+        );
+        return row;
+      });
+      return toWebhook(row, now);
+    },
+
+    async remove(actor: Actor, id: string) {
+      const now = clock();
+      const row = await db.transaction().execute(async (trx) => {
+        const row = await repo.deleteWebhook(trx, actor.organizationId, id);
+        if (!row) throw new NotFoundError(`webhook ${id} is not known`);
+        await audit.append(trx, actor, 'webhook.deleted', null, { webhookId: id, url: row.url }, now);
+        return row;
+      });
+      return toWebhook(row, now);
+    },
+
+    /** A new secret; the old one keeps signing (a second signature) for 24 hours. */
+    async rotateSecret(actor: Actor, id: string) {
+      const now = clock();
+      const secret = newSecret();
+      const until = new Date(now.getTime() + PREVIOUS_SECRET_VALID_MS);
+      await db.transaction().execute(async (trx) => {
+        const row = await repo.rotateSecret(trx, actor.organizationId, id, secret, until, now);
+        if (!row) throw new NotFoundError(`webhook ${id} is not known`);
+        await audit.append(trx, actor, 'webhook.secret_rotated', null, { webhookId: id }, now);
+      });
+      return { id, secret, previousSecretExpiresAt: toUnixSeconds(until) };
+    },
+
+    /** Sends a `webhook.test` event to this endpoint only. */
+    async test(actor: Actor, id: string) {
+      const now = clock();
+      const created = await db.transaction().execute(async (trx) => {
+        const row = await requireWebhook(actor, id, trx);
+        if (!row.enabled) throw new WebhookDisabledError(id);
+        const eventId = await events.insertEvent(
+          trx,
+          { organizationId: actor.organizationId, at: now },
+          'webhook.test',
+          null,
+          { webhookId: id, message: 'a test event sent by POST /api/webhooks/:id/test' },
+        );
+        const delivery = await repo.insertDelivery(trx, {
+          organizationId: actor.organizationId,
+          webhookId: id,
+          eventId,
+          now,
+        });
+        await audit.append(trx, actor, 'webhook.tested', null, { webhookId: id, eventId: publicEventId(eventId) }, now);
+        return { eventId, delivery };
+      });
+      await enqueueAll([created.delivery]);
+      return {
+        eventId: publicEventId(created.eventId),
+        deliveryId: publicDeliveryId(created.delivery.id),
+        status: 'pending' as const,
+      };
+    },
+
+    async deliveries(actor: Actor, id: string, query: DeliveriesQuery) {
+      await requireWebhook(actor, id);
+      const rows = await repo.listDeliveries(db, {
+        webhookId: id,
+        beforeId: query.cursor === undefined ? undefined : decodeCursor(query.cursor),
+        status: query.status,
+        limit: query.limit,
+      });
+      const page = rows.slice(0, query.limit);
+      const last = page[page.length - 1];
+      return {
+        deliveries: await toDeliveries(page),
+        nextCursor: rows.length > query.limit && last ? encodeCursor(last.id) : null,
+      };
+    },
+
+    /** Sends one delivery again now, whatever its state (a pending one's schedule is replaced). */
+    async retry(actor: Actor, id: string, deliveryId: string): Promise<Delivery> {
+      const now = clock();
+      const restarted = await db.transaction().execute(async (trx) => {
+        const row = await requireWebhook(actor, id, trx);
+        if (!row.enabled) throw new WebhookDisabledError(id);
+        const restarted = await repo.restartDelivery(trx, id, internalId(deliveryId), now);
+        if (!restarted) throw new NotFoundError(`delivery ${deliveryId} of webhook ${id} is not known`);
+        await audit.append(trx, actor, 'webhook.delivery_retried', null, { webhookId: id, deliveryId }, now);
+        return restarted;
+      });
+      await enqueueAll([restarted]);
+      const row = await repo.findDelivery(db, id, restarted.id);
+      if (!row) throw new NotFoundError(`delivery ${deliveryId} of webhook ${id} is not known`);
+      const [shown] = await toDeliveries([row]);
+      return shown as Delivery;
+    },
+
+    /** Sends the organization's events of [since, until) to this endpoint again (those it has not received). */
+    async replay(actor: Actor, id: string, input: ReplayInput) {
+      const now = clock();
+      const until = input.until === undefined ? null : new Date(input.until * 1000);
+      const since = new Date(input.since * 1000);
+      const result = await db.transaction().execute(async (trx) => {
+        const row = await requireWebhook(actor, id, trx);
+        if (!row.enabled) throw new WebhookDisabledError(id);
+        const result = await repo.replay(trx, {
+          organizationId: actor.organizationId,
+          webhookId: id,
+          eventTypes: row.event_types,
+          since,
+          until,
+          now,
+        });
+        await audit.append(
+          trx,
+          actor,
+          'webhook.replayed',
+          null,
+          { webhookId: id, since: input.since, until: input.until ?? null, queued: result.deliveries.length },
+          now,
+        );
+        return result;
+      });
+      await enqueueAll(result.deliveries);
+      const complete = result.events < repo.REPLAY_MAX;
+      return {
+        queued: result.deliveries.length,
+        skipped: result.events - result.deliveries.length,
+        complete,
+        until: complete || !result.last ? (input.until ?? toUnixSeconds(now)) : toUnixSeconds(result.last),
+      };
+    },
+
+    dispatch,
+
+    /** Fans out what is waiting and queues again the due deliveries whose job was lost. */
+    async sweep() {
+      const fanned = await dispatch();
+      const due = await repo.stranded(db, new Date(clock().getTime() - STRANDED_AFTER_MS), STRANDED_BATCH);
+      await enqueueAll(due);
+      return { ...fanned, requeued: due.length };
+    },
+
+    /**
+     * One attempt of a delivery (the `webhooks.deliver` job): sends it with Standard Webhooks
+     * headers, stores the attempt, and asks to run again at the next time of its schedule
+     * (RunAgainLater) unless it succeeded or has no attempt left. A delivery of another run, or one
+     * no longer pending, is left alone: a job delivered twice or a superseded one does nothing.
+     */
+    async deliver(
+      deliveryId: string,
+      run: number,
+    ): Promise<{ status: 'pending' | 'succeeded' | 'failed' | 'gone'; attempts: number }> {
+      const target = await repo.deliveryTarget(db, deliveryId);
+      if (!target) return { status: 'gone' as const, attempts: 0 };
+      if (target.run !== run || target.status !== 'pending')
+        return { status: target.status, attempts: target.attempts };
+      if (!target.enabled) {
+        await repo.failPending(db, target.webhook_id, 'the endpoint is disabled');
+        return { status: 'failed' as const, attempts: target.attempts };
+      }
+      const sentAt = clock();
+      const messageId = publicEventId(target.event_id);
+      const timestamp = Math.floor(sentAt.getTime() / 1000);
+      const body = JSON.stringify({
+        ...toEvent({
+          id: target.event_id,
+          txid: '0',
+          organization_id: target.organization_id,
+          type: target.type,
+          agent: target.agent,
+          data: target.data,
+          created_at: target.created_at,
+        }),
+        timestamp: target.created_at.toISOString(),
+      });
+      const secrets = [target.secret];
+      if (target.previous_secret && target.previous_secret_expires_at && target.previous_secret_expires_at > sentAt) {
+        secrets.push(target.previous_secret);
+      }
+      const result = await send(
+        target.url,
+        {
+          'content-type': 'application/json',
+          'user-agent': 'Vouch-Webhooks/1',
+          'webhook-id': messageId,
+          'webhook-timestamp': String(timestamp),
+          'webhook-signature': signatureHeader(secrets, messageId, timestamp, body),
+        },
+        body,
+        { timeoutMs: settings.timeoutMs, allowPrivateTargets: settings.allowPrivateTargets },
+      );
+      const now = clock();
+      const attempt = target.attempts + 1;
+      const ok = delivered(result.statusCode);
+      const delay = ok ? null : retryDelayMs(attempt);
+      const status: DeliveryStatus = ok ? 'succeeded' : delay === null ? 'failed' : 'pending';
+      const outcome = await db.transaction().execute(async (trx) => {
+        const stored = await repo.recordAttempt(trx, {
+          deliveryId,
+          run,
+          attempt,
+          statusCode: result.statusCode,
+          durationMs: result.durationMs,
+          error: result.error,
+          status,
+          nextAttemptAt: delay === null ? null : new Date(now.getTime() + delay),
+          now,
+        });
+        if (!stored) return { stored, disabled: false };
+        const endpoint = await repo.markEndpoint(trx, target.webhook_id, ok, now);
+        const failingFor = endpoint?.failing_since ? now.getTime() - endpoint.failing_since.getTime() : 0;
+        const disabled =
+          !ok && endpoint?.enabled === true && failingFor >= settings.disableAfterMs
+            ? await disableFailing(trx, target.webhook_id, result, now)
+            : false;
+        return { stored, disabled };
+      });
+      if (outcome.disabled) outbox.committed();
+      if (!outcome.stored) return { status: 'pending' as const, attempts: attempt };
+      if (status === 'pending' && !outcome.disabled)
+        throw new RunAgainLater(delay as number, `attempt ${attempt} failed`);
+      return { status: outcome.disabled ? ('failed' as const) : status, attempts: attempt };
+    },
+  };
+}
+
+export type WebhooksService = ReturnType<typeof createWebhooksService>;

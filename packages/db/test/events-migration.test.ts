@@ -1,0 +1,73 @@
+import { gradeFor } from '@vouch/core';
+import { type Database, migrations, sql } from '@vouch/db';
+import { createTestDatabase } from '@vouch/testkit';
+import { Migrator } from 'kysely';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+
+let database: Database;
+beforeAll(async () => {
+  database = await createTestDatabase();
+});
+afterAll(() => database.close());
+
+const tables = async () =>
+  (
+    await sql<{ name: string }>`
+      SELECT table_name AS name FROM information_schema.tables
+      WHERE table_schema = current_schema() AND (table_name LIKE 'event%' OR table_name LIKE 'webhook%')
+      ORDER BY 1`.execute(database.db)
+  ).rows.map((r) => r.name);
+
+describe('migration 20261201000000-events', () => {
+  it('keeps budgets with nothing announced yet, and its down step removes what it added', async () => {
+    const migrator = new Migrator({ db: database.db, provider: { getMigrations: async () => migrations } });
+    expect((await migrator.migrateTo('20261126000000-organizations')).error).toBeUndefined();
+    expect(await tables()).toEqual([]);
+    const agent = `0x${'2'.repeat(40)}`;
+    const now = new Date();
+    await sql`INSERT INTO agents (address, is_registered, organization_id, first_seen_at, updated_at)
+      VALUES (${agent}, true, 'default', ${now}, ${now})`.execute(database.db);
+    await sql`INSERT INTO budgets (organization_id, agent, daily_limit, monthly_limit, per_tx_limit, daily_spent,
+        monthly_spent, day_start, month_start, created_at, updated_at)
+      VALUES ('default', ${agent}, 10, 10, 10, 9, 9, ${now}, ${now}, ${now}, ${now})`.execute(database.db);
+
+    expect((await migrator.migrateToLatest()).error).toBeUndefined();
+    expect(await tables()).toEqual(['event_dispatch', 'events', 'webhook_attempts', 'webhook_deliveries', 'webhooks']);
+    const budget = await database.db
+      .selectFrom('budgets')
+      .select(['daily_alerted', 'monthly_alerted', 'daily_alerted_before', 'monthly_alerted_before', 'daily_spent'])
+      .executeTakeFirstOrThrow();
+    expect(budget).toEqual({
+      daily_alerted: 0,
+      monthly_alerted: 0,
+      daily_alerted_before: 0,
+      monthly_alerted_before: 0,
+      daily_spent: '9',
+    });
+  });
+
+  it('grades in SQL exactly as the model does, for every score', async () => {
+    const { rows } = await sql<{ score: number; grade: string }>`
+      SELECT s AS score, vouch_grade(s) AS grade FROM generate_series(0, 1000) AS s`.execute(database.db);
+    expect(rows).toHaveLength(1001);
+    for (const row of rows) expect(row.grade, String(row.score)).toBe(gradeFor(row.score));
+  });
+
+  it('reads the horizon as a transaction id no later than the next one to start', async () => {
+    const { rows } = await sql<{ ok: boolean }>`
+      SELECT vouch_events_horizon() <= pg_snapshot_xmax(pg_current_snapshot()) AS ok`.execute(database.db);
+    expect(rows[0]?.ok).toBe(true);
+  });
+
+  it('goes down and up again', async () => {
+    const migrator = new Migrator({ db: database.db, provider: { getMigrations: async () => migrations } });
+    expect((await migrator.migrateTo('20261126000000-organizations')).error).toBeUndefined();
+    expect(await tables()).toEqual([]);
+    const columns = await sql<{ name: string }>`
+      SELECT column_name AS name FROM information_schema.columns
+      WHERE table_name = 'budgets' AND column_name LIKE '%alert%'`.execute(database.db);
+    expect(columns.rows).toEqual([]);
+    expect((await migrator.migrateToLatest()).error).toBeUndefined();
+    expect(await tables()).toHaveLength(5);
+  });
+});
