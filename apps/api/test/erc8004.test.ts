@@ -88,4 +88,20 @@ describe('ERC-8004 without a chain', () => {
       ORDER BY seq DESC LIMIT 1`.execute(t.database.db);
     expect(audit.rows[0]?.action).toBe('score.erc8004_feedback');
   });
+
+  it('with an Idempotency-Key: reads go through the request transaction, and a retry replays the export', async () => {
+    // On one connection (PGlite) a read beside the idempotent transaction would wait for it forever.
+    const agent = await createAgent(t.app);
+    await indexedIdentity(agent, 43);
+    const key = { 'idempotency-key': `fb-${agent}` };
+    const first = await post(t.app, `/api/agents/${agent}/erc8004/feedback`, {}, key);
+    expect(first.statusCode, first.body).toBe(200);
+    const again = await post(t.app, `/api/agents/${agent}/erc8004/feedback`, {}, key);
+    expect(again.statusCode).toBe(200);
+    expect(again.json().data.id).toBe(first.json().data.id);
+    const stored = await sql`SELECT 1 FROM erc8004_exports WHERE agent = ${agent}`.execute(t.database.db);
+    expect(stored.rows.length).toBe(1);
+    const missing = await post(t.app, `/api/agents/${randomAddress()}/erc8004/feedback`, {}, key);
+    expect(missing.statusCode).toBe(422);
+  });
 });

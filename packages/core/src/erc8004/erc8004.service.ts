@@ -383,10 +383,14 @@ export function createErc8004Service({ db, clock, audit, chain, options, onAgent
     return owned.length === 1 ? (owned[0] as repo.IdentityRow) : null;
   }
 
-  async function identities(addresses: string[], chainId: string | null): Promise<Map<string, repo.IdentityRow>> {
+  async function identities(
+    addresses: string[],
+    chainId: string | null,
+    executor: Kysely<DB> = db,
+  ): Promise<Map<string, repo.IdentityRow>> {
     const out = new Map<string, repo.IdentityRow>();
     if (chainId === null || addresses.length === 0) return out;
-    const rows = await repo.identitiesFor(db, { chainId, registry: options.identityRegistry, addresses });
+    const rows = await repo.identitiesFor(executor, { chainId, registry: options.identityRegistry, addresses });
     for (const address of addresses) {
       const identity = resolve(address, rows);
       if (identity) out.set(address, identity);
@@ -619,12 +623,15 @@ export function createErc8004Service({ db, clock, audit, chain, options, onAgent
       input: { clientAddress?: string | undefined },
       executor?: Kysely<DB>,
     ) {
-      const agent = await findAgent(db, address);
+      // Inside an idempotent request every read goes through its transaction: with one connection
+      // (PGlite) a read beside it would wait for the transaction that waits for the read.
+      const scope = executor ?? db;
+      const agent = await findAgent(scope, address);
       if (!agent) throw new AgentNotFoundError(address);
       if (!agent.is_registered) throw new AgentNotRegisteredError(address);
       assertOwns(actor, agent);
-      const cursors = await repo.currentCursors(db, [options.identityRegistry]);
-      const identityRow = (await identities([address], cursors[0]?.chain_id ?? null)).get(address);
+      const cursors = await repo.currentCursors(scope, [options.identityRegistry]);
+      const identityRow = (await identities([address], cursors[0]?.chain_id ?? null, scope)).get(address);
       if (!identityRow) {
         throw new DomainError(
           'ERC8004_IDENTITY_NOT_FOUND',
@@ -726,7 +733,6 @@ export function createErc8004Service({ db, clock, audit, chain, options, onAgent
           now,
         );
       };
-      const scope = executor ?? db;
       if (scope.isTransaction) await store(scope);
       else await db.transaction().execute(store);
       return {
