@@ -1,5 +1,5 @@
 import { subscribe, unsubscribe } from 'node:diagnostics_channel';
-import { type CacheInvalidation, createReadCache } from '@vouch/core';
+import { type CacheInvalidation, createReadCache, systemActor } from '@vouch/core';
 import { CACHE_NOTIFY_ROW_LIMIT, sql } from '@vouch/db';
 import {
   createAgent,
@@ -95,6 +95,18 @@ describe('read cache', () => {
     expect(await eventually(remaining, '70')).toBe('70');
     await post(t.app, `/api/budgets/${address}/set`, { dailyLimit: '500' });
     expect(await eventually(remaining, '470')).toBe('470');
+  });
+
+  it('a budget read in a caller’s transaction goes through it, past the cache', async () => {
+    // On one connection (PGlite) a cache miss loaded beside the transaction would wait for it forever.
+    const address = await createAgentWithBudget(t.app, { dailyLimit: '100', monthlyLimit: '1000' });
+    const key = { organizationId: systemActor().organizationId, agent: address, asset: '' };
+    const seen = await t.database.db.transaction().execute(async (trx) => {
+      await t.services.budgets.spend(systemActor(), address, { amount: '30' }, trx, () => {});
+      return t.services.budgets.budgetOf(key, false, trx);
+    });
+    // The transaction's own spend, which no read beside it could see before the commit.
+    expect(seen?.row.daily_spent).toBe('30');
   });
 
   it('holds at most maxEntries across both spaces, dropping the entry stored first', async () => {

@@ -70,13 +70,15 @@ export class SpendNotFoundError extends DomainError {
 }
 
 export function createBudgetsService({ db, clock, audit, events, budgetThresholds = [80, 100], cache }: BudgetsDeps) {
-  /** The budget and its parsed state (or null), through the read cache when there is one. */
+  /** The budget and its parsed state (or null), through the read cache when there is one and `executor` is `db`. */
   const budgetOf = async (
     key: repo.BudgetKey,
     fresh = false,
     executor: Kysely<DB> = db,
   ): Promise<CachedBudget | null> => {
-    if (!cache || fresh) {
+    // A caller's transaction is read in, never beside: the cache loads through `db`, which on one
+    // connection (PGlite) waits for that transaction, and would miss what it has written.
+    if (!cache || fresh || executor !== db) {
       const row = await repo.findBudget(executor, key);
       return row ? { row, state: toState(row, row.sanctioned) } : null;
     }
