@@ -94,10 +94,11 @@ export function createAgentsService({
   verifiedOnly = false,
   identityOf = async () => null,
 }: AgentsDeps) {
-  /** The score and what its confidence rests on, through the read cache unless `fresh`. */
+  /** The score and what its confidence rests on, through the read cache unless `fresh` or inside a transaction. */
   async function standingOf(address: string, fresh = false, executor: Kysely<DB> = db): Promise<repo.Standing | null> {
     const load = async () => (await repo.findStanding(executor, address, verifiedOnly)) ?? null;
-    return cache && !fresh ? cache.read('agents', address, load) : load();
+    // A transaction's view is not everyone's: it neither reads nor fills the shared cache.
+    return cache && !fresh && executor === db ? cache.read('agents', address, load) : load();
   }
 
   /** Throws unless the address is known; returns the row. */
