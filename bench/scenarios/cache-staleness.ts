@@ -165,7 +165,7 @@ export async function runCacheStaleness(ctx: Context) {
           updated_at: at,
         })),
       )
-      .onConflict((oc) => oc.column('agent').doNothing())
+      .onConflict((oc) => oc.columns(['organization_id', 'agent', 'asset']).doNothing())
       .execute();
     const readSequence = keys.flatMap((a) => [
       { method: 'GET' as const, path: `/api/agents/${a}/score` },

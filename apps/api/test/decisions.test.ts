@@ -86,6 +86,39 @@ describe('a decision', () => {
     expect((await get(t.app, '/api/decisions/99999999')).statusCode).toBe(400);
   });
 
+  it('decided together, each is stored exactly as answered: quotes, backslashes, unicode and 78-digit amounts', async () => {
+    const agent = await createAgentWithBudget(t.app, limits);
+    const huge = (2n ** 256n - 1n).toString(); // 78 digits
+    const contexts = [
+      { note: 'a "quoted" \\ back\\slash', nested: { list: [1, 'two', null, true] } },
+      { emoji: '💸 é ü', braces: '{},"[]"' },
+      null,
+    ];
+    // Sent at once, so the batch writer stores them in one statement.
+    const answers = await Promise.all(
+      Array.from({ length: 12 }, (_, i) =>
+        post(t.app, '/api/decisions', {
+          agent,
+          amount: i % 2 ? huge : String(i + 1),
+          counterparty: randomAddress(),
+          ...(contexts[i % 3] && { context: contexts[i % 3] }),
+        }),
+      ),
+    );
+    for (const [i, res] of answers.entries()) {
+      expect(res.statusCode, res.body).toBe(200);
+      const d = res.json().data;
+      expect(d.amount).toBe(i % 2 ? huge : String(i + 1));
+      expect((await get(t.app, `/api/decisions/${d.decisionId}`)).json().data).toEqual(d);
+      const row = await t.database.db
+        .selectFrom('decisions')
+        .select(['context', sql<string>`amount::text`.as('amount')])
+        .where('id', '=', d.decisionId)
+        .executeTakeFirstOrThrow();
+      expect(row).toEqual({ context: contexts[i % 3] ?? null, amount: d.amount });
+    }
+  });
+
   it('denies an unknown agent, one without a budget, and a payment over a limit, listing every reason', async () => {
     const unknown = await decideOk({ agent: randomAddress(), amount: '1' });
     expect(unknown.decision).toBe('deny');

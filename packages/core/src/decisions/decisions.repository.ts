@@ -30,10 +30,10 @@ function decisionValues(d: NewDecision) {
     asset: d.asset,
     counterparty: d.counterparty,
     category: d.category,
-    context: d.context === null ? null : JSON.stringify(d.context),
+    context: d.context,
     decision: d.decision,
-    reasons: JSON.stringify(d.reasons),
-    facts: JSON.stringify(d.facts),
+    reasons: d.reasons,
+    facts: d.facts,
     authorization_id: d.authorizationId,
     approval_id: d.approvalId,
     actor_key_id: d.actorKeyId,
@@ -43,21 +43,20 @@ function decisionValues(d: NewDecision) {
 }
 
 /**
- * Stores decisions, many in one statement of a fixed text (arrays of columns, unnested): parsed
- * once per connection as a prepared statement however many rows it carries.
+ * Stores decisions, many in one statement of a fixed text: the rows travel as one JSON document
+ * (one parameter, serialised natively and parsed once by PostgreSQL, where arrays of columns cost
+ * an escaped array literal per column), and the statement is prepared once per connection however
+ * many rows it carries.
  */
 export async function insertDecisions(db: Executor, decisions: readonly NewDecision[]): Promise<void> {
   if (decisions.length === 0) return;
-  const rows = decisions.map(decisionValues);
-  const col = <K extends keyof (typeof rows)[number]>(key: K) => rows.map((r) => r[key]);
+  const rows = JSON.stringify(decisions.map(decisionValues));
   const statement = sql`
     INSERT INTO decisions (id, organization_id, agent, amount, asset, counterparty, category, context, decision,
       reasons, facts, authorization_id, approval_id, actor_key_id, request_id, created_at)
-    SELECT * FROM unnest(${col('id')}::text[], ${col('organization_id')}::text[], ${col('agent')}::text[],
-      ${col('amount')}::numeric[], ${col('asset')}::text[], ${col('counterparty')}::text[], ${col('category')}::text[],
-      ${col('context')}::jsonb[], ${col('decision')}::text[], ${col('reasons')}::jsonb[], ${col('facts')}::jsonb[],
-      ${col('authorization_id')}::bigint[], ${col('approval_id')}::bigint[], ${col('actor_key_id')}::text[],
-      ${col('request_id')}::text[], ${col('created_at')}::timestamptz[])`;
+    SELECT * FROM jsonb_to_recordset(${rows}::jsonb) AS r(id text, organization_id text, agent text, amount numeric,
+      asset text, counterparty text, category text, context jsonb, decision text, reasons jsonb, facts jsonb,
+      authorization_id bigint, approval_id bigint, actor_key_id text, request_id text, created_at timestamptz)`;
   await runPrepared(db, statement.compile(db));
 }
 
