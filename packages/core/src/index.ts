@@ -60,6 +60,7 @@ export { type Actor, DEFAULT_ORGANIZATION, systemActor } from './shared/actor.ts
 export { canonicalJson } from './shared/canonical-json.ts';
 export { type Clock, systemClock, toUnixSeconds } from './shared/clock.ts';
 export * from './shared/errors.ts';
+export * from './shared/private-addresses.ts';
 export { createTransactionsService, type TransactionsService } from './transactions/transactions.service.ts';
 export { type ChainReader, createChainReader } from './verification/chain.ts';
 export * from './verification/verification.model.ts';

@@ -1,7 +1,8 @@
 import { lookup as dnsLookup } from 'node:dns';
 import { request as httpRequest } from 'node:http';
 import { request as httpsRequest } from 'node:https';
-import { BlockList, isIP, type LookupFunction } from 'node:net';
+import { isIP, type LookupFunction } from 'node:net';
+import { isPrivateAddress } from '../shared/private-addresses.ts';
 
 /** A feedback file larger than this is not read (the spec's examples are a few hundred bytes). */
 export const MAX_FILE_BYTES = 64 * 1024;
@@ -12,40 +13,11 @@ export type FileAnswer =
   | { ok: true; bytes: Buffer }
   | { ok: false; status: 'skipped' | 'unsupported' | 'unavailable' | 'invalid'; detail: string; retry: boolean };
 
-/** Addresses a feedbackURI must not reach in `public` mode: loopback, private, link-local, shared, multicast. */
-const privateRanges = new BlockList();
-for (const [net, bits] of [
-  ['0.0.0.0', 8],
-  ['10.0.0.0', 8],
-  ['100.64.0.0', 10],
-  ['127.0.0.0', 8],
-  ['169.254.0.0', 16],
-  ['172.16.0.0', 12],
-  ['192.168.0.0', 16],
-  ['224.0.0.0', 3],
-] as const)
-  privateRanges.addSubnet(net, bits, 'ipv4');
-for (const [net, bits] of [
-  ['::', 127],
-  ['fc00::', 7],
-  ['fe80::', 10],
-  ['ff00::', 8],
-] as const)
-  privateRanges.addSubnet(net, bits, 'ipv6');
-
-export function isPublicAddress(address: string): boolean {
-  const family = isIP(address);
-  if (family === 0) return false;
-  const mapped = /^::ffff:(\d+\.\d+\.\d+\.\d+)$/i.exec(address);
-  if (mapped) return !privateRanges.check(mapped[1] as string, 'ipv4');
-  return !privateRanges.check(address, family === 4 ? 'ipv4' : 'ipv6');
-}
-
 /** DNS lookup that refuses a name resolving to a private address: checked at connect time, so rebinding cannot slip past. */
 const publicLookup: LookupFunction = (hostname, options, callback) => {
   dnsLookup(hostname, { ...options, all: false }, (error, address, family) => {
     if (error) return callback(error, '', 0);
-    if (!isPublicAddress(address as string))
+    if (isPrivateAddress(address as string))
       return callback(new Error(`${hostname} resolves to a private address`), '', 0);
     callback(null, address as string, family);
   });
@@ -87,7 +59,7 @@ export function fetchFile(uri: string, mode: FetchMode, timeoutMs: number): Prom
     return Promise.resolve({ ok: false, status: 'skipped', detail: 'ERC8004_FEEDBACK_FETCH=off', retry: false });
   }
   const host = url.hostname.replace(/^\[|\]$/g, '');
-  if (mode === 'public' && isIP(host) && !isPublicAddress(host)) {
+  if (mode === 'public' && isIP(host) && isPrivateAddress(host)) {
     return Promise.resolve({ ok: false, status: 'skipped', detail: 'a private address', retry: false });
   }
   const request = url.protocol === 'https:' ? httpsRequest : httpRequest;

@@ -2,7 +2,8 @@ import { lookup as dnsLookup, type LookupAddress } from 'node:dns';
 import http from 'node:http';
 import https from 'node:https';
 import { isIP, type LookupFunction } from 'node:net';
-import { isPrivateAddress, literalTargetProblem } from './webhooks.model.ts';
+import { isPrivateAddress } from '../shared/private-addresses.ts';
+import { literalTargetProblem } from './webhooks.model.ts';
 
 export interface SendOptions {
   /** The whole attempt (connection, request, answer) must end within this long. */

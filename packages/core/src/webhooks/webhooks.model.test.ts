@@ -1,7 +1,7 @@
 import { createHmac } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
+import { isPrivateAddress } from '../shared/private-addresses.ts';
 import {
-  isPrivateAddress,
   literalTargetProblem,
   MAX_ATTEMPTS,
   newSecret,
