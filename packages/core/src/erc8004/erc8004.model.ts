@@ -18,6 +18,18 @@ export const PAYMENT_MULTIPLIER = 3;
 export const EXPORT_TAG = 'vouch-score';
 export const SCORE_MODEL_VERSION = '2';
 
+/** The feedback counts of an agent nothing has been indexed for. */
+export const emptyFeedbackCounts = () => ({
+  total: 0,
+  counted: 0,
+  revoked: 0,
+  notARating: 0,
+  selfRelated: 0,
+  sanctionedClients: 0,
+  unknownClients: 0,
+  paymentBacked: 0,
+});
+
 export type IndexStatus = 'not_configured' | 'not_indexed' | 'current' | 'behind' | 'unavailable';
 
 export interface ProofOfPayment {

@@ -20,6 +20,7 @@ import {
   type Adjustment,
   adjustmentOf,
   EXPORT_TAG,
+  emptyFeedbackCounts,
   type FeedbackFacts,
   type FeedbackVerdict,
   type IndexStatus,
@@ -126,17 +127,6 @@ interface IndexState {
   headBlock: bigint | null;
   checkedAt: Date | null;
 }
-
-const emptyCounts = () => ({
-  total: 0,
-  counted: 0,
-  revoked: 0,
-  notARating: 0,
-  selfRelated: 0,
-  sanctionedClients: 0,
-  unknownClients: 0,
-  paymentBacked: 0,
-});
 
 /** A registry log decoded with the events Vouch reads; null for any other. */
 function decodeLog<const A extends Abi>(abi: A, log: ChainLog) {
@@ -534,7 +524,7 @@ export function createErc8004Service({ db, clock, audit, chain, options, onAgent
       const out = new Map<string, Evidence>();
       for (const address of addresses) {
         const identity = resolved.get(address) ?? null;
-        const counts = emptyCounts();
+        const counts = emptyFeedbackCounts();
         const entries: FeedbackEntry[] = [];
         const weighed = [];
         if (identity) {

@@ -2,7 +2,7 @@ import type { DB, Kysely } from '@vouch/db';
 import type { ComputeInput } from '@vouch/schemas';
 import { colorFor, gradeFor } from '../agents/agents.model.ts';
 import type { AuditService } from '../audit/audit.service.ts';
-import { type Adjustment, withAdjustment } from '../erc8004/erc8004.model.ts';
+import { type Adjustment, emptyFeedbackCounts, withAdjustment } from '../erc8004/erc8004.model.ts';
 import type { Evidence } from '../erc8004/erc8004.service.ts';
 import type { EventsService } from '../events/events.service.ts';
 import type { Actor } from '../shared/actor.ts';
@@ -60,16 +60,7 @@ function evidenceView(e: Evidence | undefined) {
     headBlock: e?.headBlock ?? null,
     checkedAt: e?.checkedAt ?? null,
     identity: e?.identity ?? null,
-    feedback: e?.feedback ?? {
-      total: 0,
-      counted: 0,
-      revoked: 0,
-      notARating: 0,
-      selfRelated: 0,
-      sanctionedClients: 0,
-      unknownClients: 0,
-      paymentBacked: 0,
-    },
+    feedback: e?.feedback ?? emptyFeedbackCounts(),
     rating: a.rating,
     weight: a.weight,
     confidence: a.confidence,
