@@ -199,6 +199,46 @@ describe('GET /api/transactions/:address/stats', () => {
     });
   });
 
+  it('counts every asset in the counts and only the native unit in the volume, the score’s too', async () => {
+    const agent = await createAgent(t.app);
+    const usdc = 'eip155:8453/erc20:0x833589FCD6EDB6E08F4C7C32D4F71B54BDA02913';
+    await recordTx(t.app, agent, { amount: '5' });
+    const token = await post(t.app, '/api/transactions/record', {
+      agent,
+      txHash: randomTxHash(),
+      amount: '1000000000000000000000',
+      asset: usdc,
+      type: 0,
+    });
+    expect(token.statusCode, token.body).toBe(201);
+    expect(successEnvelope(transactionRecord).parse(token.json()).data.asset).toBe(usdc.toLowerCase());
+    const stats = (await get(t.app, `/api/transactions/${agent}/stats`)).json().data;
+    expect(stats).toMatchObject({ totalCount: 2, totalVolume: '5' });
+    expect((await get(t.app, `/api/agents/${agent}`)).json().data).toMatchObject({ totalVolume: '5' });
+    const counted = (await get(t.app, `/api/scores/${agent}`)).json().data.counted;
+    expect(counted).toMatchObject({ transactions: 2, volume: '5', leftOutVolume: '0' });
+    const listed = (await get(t.app, `/api/transactions/${agent}`)).json().data.transactions;
+    expect(listed.map((r: { asset: string }) => r.asset).sort()).toEqual(['', usdc.toLowerCase()]);
+    // A retry naming another asset is another payment: a conflict, not a replay.
+    const retry = await post(t.app, '/api/transactions/record', {
+      agent,
+      txHash: JSON.parse(token.body).data.txHash,
+      amount: '1000000000000000000000',
+      type: 0,
+    });
+    expect(retry.statusCode).toBe(409);
+    expect(retry.json().error.details.fields).toEqual(['asset']);
+    const bad = await post(t.app, '/api/transactions/record', {
+      agent,
+      txHash: randomTxHash(),
+      amount: '1',
+      asset: 'usdc',
+      type: 0,
+    });
+    expect(bad.statusCode).toBe(400);
+    expect(await txCount(agent)).toBe(2);
+  });
+
   it('404s for an unknown agent', async () => {
     expect((await get(t.app, `/api/transactions/${randomAddress()}/stats`)).statusCode).toBe(404);
   });

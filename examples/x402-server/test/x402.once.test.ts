@@ -94,7 +94,7 @@ const budgetOf = (agent: string) =>
 const transactionsOf = async (agent: string) =>
   (
     await vouchGet<{
-      transactions: Array<{ txHash: string; amount: string; counterparty: string; chainStatus: string }>;
+      transactions: Array<{ txHash: string; amount: string; asset: string; counterparty: string; chainStatus: string }>;
     }>(`/api/transactions/${agent}`)
   ).transactions;
 /** The reason of a 402 (`PAYMENT-REQUIRED`'s `error`), or of a failed settlement (`PAYMENT-RESPONSE`'s). */
@@ -163,12 +163,18 @@ describe('x402 payments through Vouch', () => {
     await expect
       .poll(
         async () =>
-          (await transactionsOf(payer.address)).map((t) => [t.txHash, t.amount, t.counterparty, t.chainStatus]),
+          (await transactionsOf(payer.address)).map((t) => [
+            t.txHash,
+            t.amount,
+            t.asset,
+            t.counterparty,
+            t.chainStatus,
+          ]),
         {
           timeout: 15_000,
         },
       )
-      .toEqual([[settlement.transaction.toLowerCase(), '10000', shop, 'verified']]);
+      .toEqual([[settlement.transaction.toLowerCase(), '10000', asset, shop, 'verified']]);
   });
 
   it('upto: holds the maximum, settles what was used and captures only that', async () => {

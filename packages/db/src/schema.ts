@@ -181,6 +181,8 @@ export interface TransactionsTable {
   agent: string;
   tx_hash: string;
   amount: Uint256;
+  /** CAIP-19 id of what moved, `amount` in its atomic units; '' for the native unit (wei). */
+  asset: Generated<string>;
   type: number;
   success: boolean;
   counterparty: string | null;

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { asset } from './budgets.ts';
 import { address, positiveAmount, txHash, unixSeconds } from './primitives.ts';
 
 export const transactionTypes = ['PAYMENT', 'SWAP', 'TRANSFER', 'CONTRACT_CALL', 'BRIDGE', 'OTHER'] as const;
@@ -16,6 +17,10 @@ export const recordBody = z.strictObject({
   agent: address,
   txHash,
   amount: positiveAmount,
+  asset: asset.optional().meta({
+    description:
+      'CAIP-19 id of what moved, `amount` in its atomic units; absent or empty: the native unit (wei). Only native volume counts toward the score',
+  }),
   type: z
     .number()
     .int()
@@ -36,6 +41,7 @@ export const transactionRecord = z
     agent: z.string(),
     txHash: z.string(),
     amount: z.string(),
+    asset: z.string().meta({ description: "CAIP-19 id of what moved; '' for the native unit (wei)" }),
     type: z.number().int(),
     typeName: z.enum(transactionTypes),
     success: z.boolean(),

@@ -121,7 +121,7 @@ export class VouchClient {
 
   /** `POST /api/transactions/record` with the `score` key. */
   record(
-    body: { agent: string; txHash: string; amount: string; type: number; counterparty: string },
+    body: { agent: string; txHash: string; amount: string; asset: string; type: number; counterparty: string },
     idempotencyKey: string,
   ) {
     return this.call('POST', '/api/transactions/record', record, {

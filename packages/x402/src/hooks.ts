@@ -241,6 +241,7 @@ export function createVouchHooks(options: VouchHooksOptions) {
           agent: payment.payer,
           txHash: txHash.toLowerCase(),
           amount: amount.toString(),
+          asset: payment.asset,
           type: 0,
           counterparty: payment.payTo,
         },

@@ -463,6 +463,7 @@ function bodyTemplates(fx: FuzzFixtures): Record<string, fc.Arbitrary<Record<str
           nastyValue,
         ),
         amount,
+        asset: assetLike,
         type: fc.oneof(fc.integer({ min: 0, max: 5 }), nastyNumber, nastyValue),
         success: fc.oneof(fc.boolean(), nastyValue),
         counterparty: addr,

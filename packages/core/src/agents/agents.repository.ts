@@ -60,7 +60,8 @@ export function findAgentWithActivity(db: Executor, address: string) {
         .as('transaction_count'),
       eb
         .selectFrom('transactions')
-        .select(sql<string>`coalesce(sum(amount), 0)::text`.as('v'))
+        // Volume is in the native unit (wei): amounts of other assets are not comparable with it.
+        .select(sql<string>`coalesce(sum(amount) FILTER (WHERE asset = ''), 0)::text`.as('v'))
         .whereRef('transactions.agent', '=', 'agents.address')
         .as('total_volume'),
     ])

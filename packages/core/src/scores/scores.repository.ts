@@ -62,9 +62,9 @@ export async function modelInputs(
     LEFT JOIN (
       SELECT agent, (count(*) FILTER (WHERE ${counted}))::int AS transaction_count,
              (count(*) FILTER (WHERE success AND ${counted}))::int AS success_count,
-             coalesce(sum(amount) FILTER (WHERE ${counted}), 0)::text AS total_volume,
+             coalesce(sum(amount) FILTER (WHERE ${counted} AND asset = ''), 0)::text AS total_volume,
              count(*)::int AS recorded_count,
-             sum(amount)::text AS recorded_volume
+             coalesce(sum(amount) FILTER (WHERE asset = ''), 0)::text AS recorded_volume
       FROM transactions WHERE agent = ANY(${addresses}::text[]) GROUP BY agent
     ) t ON t.agent = a.address
     LEFT JOIN (

@@ -66,6 +66,21 @@ describe('judge: a record against its mined transaction', () => {
     expect(judge(recorded(), incoming)).toMatchObject({ status: 'mismatch', fields: ['amount'] });
   });
 
+  it('with an ERC-20 asset, counts only a transfer of that token as the amount', () => {
+    const asset = `eip155:8453/erc20:${token}`;
+    const other = `0x${'f'.repeat(40)}`;
+    const payment = mined({ to: token, value: 0n, transfers: [{ token, from: agent, to: bob, value: 1000n }] });
+    expect(judge(recorded({ asset, counterparty: bob }), payment).status).toBe('verified');
+    const wrongToken = mined({
+      to: other,
+      value: 0n,
+      transfers: [{ token: other, from: agent, to: bob, value: 1000n }],
+    });
+    expect(judge(recorded({ asset }), wrongToken)).toMatchObject({ status: 'mismatch', fields: ['amount'] });
+    // The native value is not that token.
+    expect(judge(recorded({ asset }), mined())).toMatchObject({ status: 'mismatch', fields: ['amount'] });
+  });
+
   it('takes the amount and the counterparty from different legs of a routed payment', () => {
     // The agent calls a router, which moves its tokens to a pool.
     const routed = mined({ to: router, value: 0n, transfers: [{ token, from: agent, to: carol, value: 1000n }] });

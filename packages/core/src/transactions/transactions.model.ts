@@ -23,6 +23,8 @@ export const RECHECK_WINDOW_MS = 86_400_000;
 export interface RecordedFacts {
   agent: string;
   amount: string;
+  /** CAIP-19 id of what moved; '' (or absent) when the record did not say. */
+  asset?: string;
   success: boolean;
   counterparty: string | null;
 }
@@ -37,17 +39,24 @@ export interface ChainVerdict {
   detail: string;
 }
 
+/** The token contract of an `eip155:<chain>/erc20:<address>` asset id, or null. */
+export function erc20Of(asset: string | undefined): string | null {
+  const match = /^eip155:[0-9]+\/erc20:(0x[0-9a-f]{40})$/.exec(asset ?? '');
+  return match?.[1] ?? null;
+}
+
 /**
  * A mined transaction against the record (docs/api.md "Transactions"). The agent must have sent
  * it, or be the sender of one of its ERC-20 transfers (a contract agent's payment is sent by its
  * owner or a bundler); its success must be the receipt's status; `amount` must be what the agent
- * moved in it: the native value it sent, or one of its token transfers' value; `counterparty`,
- * when given, must be where it went: the transaction's recipient (or called contract), or the
- * recipient of one of those token transfers.
+ * moved in it: the native value it sent, or one of its token transfers' value — with an ERC-20
+ * `asset`, a transfer of that token only; `counterparty`, when given, must be where it went: the
+ * transaction's recipient (or called contract), or the recipient of one of those token transfers.
  */
 export function judge(record: RecordedFacts, tx: MinedTransaction): ChainVerdict {
+  const token = erc20Of(record.asset);
   const sentByAgent = tx.from === record.agent;
-  const agentTransfers = tx.transfers.filter((t) => t.from === record.agent);
+  const agentTransfers = tx.transfers.filter((t) => t.from === record.agent && (token === null || t.token === token));
   const amount = BigInt(record.amount);
   const problems: Array<[ChainVerdict['fields'][number], string]> = [];
 
@@ -58,11 +67,11 @@ export function judge(record: RecordedFacts, tx: MinedTransaction): ChainVerdict
     const outcome = tx.status === 'success' ? 'succeeded' : 'reverted';
     problems.push(['success', `recorded as ${record.success ? 'successful' : 'failed'}, but it ${outcome}`]);
   }
-  const nativeMatches = sentByAgent && tx.value === amount;
+  const nativeMatches = token === null && sentByAgent && tx.value === amount;
   const tokenMatch = agentTransfers.find((t) => t.value === amount);
   if (!nativeMatches && !tokenMatch) {
     const moved = [
-      ...(sentByAgent ? [`${tx.value} wei of native value`] : []),
+      ...(sentByAgent && token === null ? [`${tx.value} wei of native value`] : []),
       ...agentTransfers.map((t) => `${t.value} of token ${t.token}`),
     ];
     problems.push(['amount', `${record.amount} is not what the agent moved (${moved.join(', ') || 'nothing'})`]);

@@ -6,6 +6,8 @@ export interface NewTransaction {
   agent: string;
   txHash: string;
   amount: string;
+  /** CAIP-19 id; '' for the native unit. */
+  asset: string;
   type: number;
   success: boolean;
   counterparty: string | null;
@@ -23,6 +25,7 @@ export function insertTransaction(db: Executor, t: NewTransaction): Promise<Tran
       agent: t.agent,
       tx_hash: t.txHash,
       amount: t.amount,
+      asset: t.asset,
       type: t.type,
       success: t.success,
       counterparty: t.counterparty,
@@ -54,7 +57,7 @@ export async function transactionStats(db: Executor, agent: string) {
   }>`
     SELECT count(*)::int AS total_count,
            (count(*) FILTER (WHERE success))::int AS success_count,
-           coalesce(sum(amount), 0)::text AS total_volume,
+           coalesce(sum(amount) FILTER (WHERE asset = ''), 0)::text AS total_volume,
            max(occurred_at) AS last_time
     FROM transactions WHERE agent = ${agent}`.execute(db);
   const row = result.rows[0];

@@ -35,6 +35,7 @@ export function toRecord(row: TransactionRow): TransactionRecord {
     agent: row.agent,
     txHash: row.tx_hash,
     amount: row.amount,
+    asset: row.asset,
     type: row.type,
     typeName: transactionTypes[row.type] ?? 'OTHER',
     success: row.success,
@@ -52,6 +53,7 @@ export function toRecord(row: TransactionRow): TransactionRecord {
 function conflictingFields(row: TransactionRow, input: RecordInput): string[] {
   const fields: string[] = [];
   if (row.amount !== input.amount) fields.push('amount');
+  if (row.asset !== (input.asset ?? '')) fields.push('asset');
   if (row.type !== input.type) fields.push('type');
   if (row.success !== (input.success ?? true)) fields.push('success');
   if (row.counterparty !== (input.counterparty ?? null)) fields.push('counterparty');
@@ -97,6 +99,7 @@ export function createTransactionsService({
           agent: input.agent,
           txHash: input.txHash,
           amount: input.amount,
+          asset: input.asset ?? '',
           type: input.type,
           success: input.success ?? true,
           counterparty: input.counterparty ?? null,
@@ -111,7 +114,13 @@ export function createTransactionsService({
             actor,
             'transaction.recorded',
             input.agent,
-            { txHash: inserted.tx_hash, amount: inserted.amount, type: inserted.type, success: inserted.success },
+            {
+              txHash: inserted.tx_hash,
+              amount: inserted.amount,
+              asset: inserted.asset,
+              type: inserted.type,
+              success: inserted.success,
+            },
             now,
           );
           return { created: true, row: inserted };

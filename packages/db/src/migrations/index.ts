@@ -11,6 +11,7 @@ import * as organizations from './20261126000000-organizations.ts';
 import * as authorizations from './20261127000000-authorizations.ts';
 import * as erc8004 from './20261127010000-erc8004.ts';
 import * as events from './20261201000000-events.ts';
+import * as transactionAsset from './20261202000000-transaction-asset.ts';
 
 /** Every migration, in order. Names are timestamped; never rename or reorder a landed one. */
 export const migrations: Record<string, Migration> = {
@@ -26,4 +27,5 @@ export const migrations: Record<string, Migration> = {
   '20261127000000-authorizations': authorizations,
   '20261127010000-erc8004': erc8004,
   '20261201000000-events': events,
+  '20261202000000-transaction-asset': transactionAsset,
 };
