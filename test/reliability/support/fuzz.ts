@@ -968,11 +968,15 @@ export function requestArbitrary(routes: FuzzRoute[], fx: FuzzFixtures): fc.Arbi
     weight: route.url.startsWith('/api/') ? (route.method === 'POST' || route.method === 'DELETE' ? 6 : 2) : 1,
     arbitrary: fc.constant(route),
   }));
-  return fc
-    .oneof(...weighted)
-    .chain((route) =>
-      fc.oneof({ weight: 7, arbitrary: hostileRequest(route, fx) }, { weight: 3, arbitrary: validRequest(route, fx) }),
-    );
+  return fc.oneof(...weighted).chain((route) => routeRequest(route, fx));
+}
+
+/** A request to one route: hostile most of the time, otherwise one it should accept. */
+function routeRequest(route: FuzzRoute, fx: FuzzFixtures): fc.Arbitrary<FuzzRequest> {
+  return fc.oneof(
+    { weight: 7, arbitrary: hostileRequest(route, fx) },
+    { weight: 3, arbitrary: validRequest(route, fx) },
+  );
 }
 
 function hostileRequest(route: FuzzRoute, fx: FuzzFixtures): fc.Arbitrary<FuzzRequest> {
@@ -1058,6 +1062,7 @@ export async function snapshot(database: Database): Promise<Snapshot> {
 }
 
 export interface FuzzFigures {
+  /** Weighted draws, after one request to every route (`routes` more requests). */
   runs: number;
   byStatus: Record<string, number>;
   routesHit: number;
@@ -1089,80 +1094,88 @@ export async function fuzzRoutes(
   let refusedCompared = 0;
   const timeoutMs = opts.timeoutMs ?? 10_000;
 
-  await fc.assert(
-    fc.asyncProperty(requestArbitrary(routes, fx), async (req) => {
-      const before = await snapshot(database);
-      const started = performance.now();
-      let timer: NodeJS.Timeout | undefined;
-      const res = await Promise.race([
-        app
-          .inject({ method: req.method as 'GET', url: req.url, headers: req.headers, payload: req.payload })
-          .catch((error: Error) => ({ injectError: error })),
-        new Promise<'hang'>((resolve) => {
-          timer = setTimeout(() => resolve('hang'), timeoutMs);
-        }),
-      ]);
-      clearTimeout(timer);
-      const ms = performance.now() - started;
-      maxMs = Math.max(maxMs, ms);
-      const label = describe(req);
-      expect(res, `${label} did not answer within ${timeoutMs} ms`).not.toBe('hang');
-      if (res === 'hang') return;
-      // Requests the HTTP layer cannot even express (an invalid header value) never reach the app.
-      if ('injectError' in res) {
-        expect(String(res.injectError.message), label).toMatch(/Invalid character|header|Invalid URL|URI/i);
-        byStatus.unsendable = (byStatus.unsendable ?? 0) + 1;
-        return;
-      }
-      byStatus[res.statusCode] = (byStatus[res.statusCode] ?? 0) + 1;
-      hit.add(`${req.route.method} ${req.route.url}`);
-      expect(res.statusCode, `${label} → ${res.statusCode} ${res.body.slice(0, 500)}`).toBeLessThan(500);
-      if (res.statusCode < 400) {
-        const key = `${req.route.method} ${req.route.url}`;
-        accepted.set(key, (accepted.get(key) ?? 0) + 1);
-        return;
-      }
+  const check = async (req: FuzzRequest) => {
+    const before = await snapshot(database);
+    const started = performance.now();
+    let timer: NodeJS.Timeout | undefined;
+    const res = await Promise.race([
+      app
+        .inject({ method: req.method as 'GET', url: req.url, headers: req.headers, payload: req.payload })
+        .catch((error: Error) => ({ injectError: error })),
+      new Promise<'hang'>((resolve) => {
+        timer = setTimeout(() => resolve('hang'), timeoutMs);
+      }),
+    ]);
+    clearTimeout(timer);
+    const ms = performance.now() - started;
+    maxMs = Math.max(maxMs, ms);
+    const label = describe(req);
+    expect(res, `${label} did not answer within ${timeoutMs} ms`).not.toBe('hang');
+    if (res === 'hang') return;
+    // Requests the HTTP layer cannot even express (an invalid header value) never reach the app.
+    if ('injectError' in res) {
+      expect(String(res.injectError.message), label).toMatch(/Invalid character|header|Invalid URL|URI/i);
+      byStatus.unsendable = (byStatus.unsendable ?? 0) + 1;
+      return;
+    }
+    byStatus[res.statusCode] = (byStatus[res.statusCode] ?? 0) + 1;
+    hit.add(`${req.route.method} ${req.route.url}`);
+    expect(res.statusCode, `${label} → ${res.statusCode} ${res.body.slice(0, 500)}`).toBeLessThan(500);
+    if (res.statusCode < 400) {
+      const key = `${req.route.method} ${req.route.url}`;
+      accepted.set(key, (accepted.get(key) ?? 0) + 1);
+      return;
+    }
 
-      refusedCompared++;
-      const after = await snapshot(database);
-      let code: string | undefined;
-      try {
-        code = res.json()?.error?.code;
-      } catch {
-        code = undefined;
-      }
-      const expected = { ...before };
-      // A route that honours Idempotency-Key stores its refusal for replay.
-      const storedAnswer =
-        req.headers['idempotency-key'] !== undefined &&
-        req.method === 'POST' &&
-        after.idempotency_keys?.rows === (before.idempotency_keys?.rows ?? 0) + 1;
-      if (storedAnswer && after.idempotency_keys) expected.idempotency_keys = after.idempotency_keys;
-      if (code === 'BUDGET_EXCEEDED') {
-        // One refused ledger row; the budget's counters are unchanged.
-        expect(after.spends?.rows, label).toBe((before.spends?.rows ?? 0) + 1);
-        const last = await database.db
-          .selectFrom('spends')
-          .select(['accepted'])
-          .orderBy('id', 'desc')
-          .limit(1)
-          .executeTakeFirst();
-        expect(last?.accepted, label).toBe(false);
-        if (after.spends) expected.spends = after.spends;
-        // And its spend.refused event.
-        expect(after.events?.rows, label).toBe((before.events?.rows ?? 0) + 1);
-        if (after.events) expected.events = after.events;
-        // Only last_refusal and updated_at may move; limits, counters and windows may not.
-        if (after.budgets) expected.budgets = after.budgets;
-        // The refusal is in the organization's audit log: one more entry.
-        expect(after.audit_log?.rows, label).toBe((before.audit_log?.rows ?? 0) + 1);
-        if (after.audit_log) expected.audit_log = after.audit_log;
-        if (after.audit_heads) expected.audit_heads = after.audit_heads;
-      }
-      expect(after, `${label} → ${res.statusCode} ${code} changed the database`).toEqual(expected);
-    }),
-    { numRuns: opts.runs, ...(opts.seed !== undefined && { seed: opts.seed }), endOnFailure: false },
-  );
+    refusedCompared++;
+    const after = await snapshot(database);
+    let code: string | undefined;
+    try {
+      code = res.json()?.error?.code;
+    } catch {
+      code = undefined;
+    }
+    const expected = { ...before };
+    // A route that honours Idempotency-Key stores its refusal for replay.
+    const storedAnswer =
+      req.headers['idempotency-key'] !== undefined &&
+      req.method === 'POST' &&
+      after.idempotency_keys?.rows === (before.idempotency_keys?.rows ?? 0) + 1;
+    if (storedAnswer && after.idempotency_keys) expected.idempotency_keys = after.idempotency_keys;
+    if (code === 'BUDGET_EXCEEDED') {
+      // One refused ledger row; the budget's counters are unchanged.
+      expect(after.spends?.rows, label).toBe((before.spends?.rows ?? 0) + 1);
+      const last = await database.db
+        .selectFrom('spends')
+        .select(['accepted'])
+        .orderBy('id', 'desc')
+        .limit(1)
+        .executeTakeFirst();
+      expect(last?.accepted, label).toBe(false);
+      if (after.spends) expected.spends = after.spends;
+      // And its spend.refused event.
+      expect(after.events?.rows, label).toBe((before.events?.rows ?? 0) + 1);
+      if (after.events) expected.events = after.events;
+      // Only last_refusal and updated_at may move; limits, counters and windows may not.
+      if (after.budgets) expected.budgets = after.budgets;
+      // The refusal is in the organization's audit log: one more entry.
+      expect(after.audit_log?.rows, label).toBe((before.audit_log?.rows ?? 0) + 1);
+      if (after.audit_log) expected.audit_log = after.audit_log;
+      if (after.audit_heads) expected.audit_heads = after.audit_heads;
+    }
+    expect(after, `${label} → ${res.statusCode} ${code} changed the database`).toEqual(expected);
+  };
+
+  // Every route once first, so that each is reached whatever the draw; then the weighted draws.
+  for (const [i, route] of routes.entries()) {
+    const [req] = fc.sample(routeRequest(route, fx), { numRuns: 1, seed: (opts.seed ?? Date.now()) + i });
+    if (req) await check(req);
+  }
+  await fc.assert(fc.asyncProperty(requestArbitrary(routes, fx), check), {
+    numRuns: opts.runs,
+    ...(opts.seed !== undefined && { seed: opts.seed }),
+    endOnFailure: false,
+  });
   return {
     runs: opts.runs,
     byStatus,
