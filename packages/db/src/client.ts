@@ -16,7 +16,10 @@ export interface DatabaseOptions {
   /** How long a request may wait for a pooled connection before failing (→ 503). */
   connectionTimeoutMs?: number;
   statementTimeoutMs?: number;
-  /** A query not answered within this long fails (503) and its connection is replaced. */
+  /**
+   * A query not answered within this long fails (503) and its connection is replaced. On PGlite:
+   * how long a query waits for the one connection.
+   */
   queryTimeoutMs?: number;
   applicationName?: string;
   /**
@@ -49,7 +52,7 @@ export interface ListenHandlers {
 
 export function createDatabase(options: DatabaseOptions): Database {
   if (options.databaseUrl) return createPostgres(options.databaseUrl, options);
-  return createPglite(options.dataDir ?? './.data');
+  return createPglite(options.dataDir ?? './.data', options.queryTimeoutMs ?? 20_000);
 }
 
 function createPostgres(connectionString: string, options: DatabaseOptions): Database {
@@ -134,9 +137,9 @@ async function listenPostgres(connectionString: string, channel: string, handler
   };
 }
 
-function createPglite(dataDir: string): Database {
+function createPglite(dataDir: string, waitMs: number): Database {
   if (!dataDir.startsWith('memory://')) mkdirSync(dataDir, { recursive: true });
-  const dialect = new LazyPgliteDialect(dataDir);
+  const dialect = new LazyPgliteDialect(dataDir, waitMs);
   const db = new Kysely<DB>({ dialect });
   return {
     db,
