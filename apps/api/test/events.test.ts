@@ -13,7 +13,7 @@ import {
   randomAddress,
   type TestContext,
 } from '@vouch/testkit';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 
 const ADMIN = 'events-test-admin-secret-0123456789';
 
@@ -294,6 +294,47 @@ describe('verification.completed', () => {
       t.database.db,
     );
     expect(strangers.rows[0]?.n).toBe(0);
+  });
+});
+
+describe.runIf(inject('testDbMode') === 'postgres')('verification.completed, two verifications at once', () => {
+  it('announces the first status once: the second upsert waits for the first and sees its status', async () => {
+    const agent = await createAgent(t.app);
+    const db = t.database.db;
+    /** Verification statements of this database waiting for a lock (the text shown is cut before the head's CTE). */
+    const waiting = async () =>
+      (
+        await sql<{ n: number }>`
+          SELECT count(*)::int AS n FROM pg_stat_activity
+          WHERE datname = current_database() AND wait_event_type = 'Lock' AND query LIKE '%vouch_verification_facts%'`.execute(
+          db,
+        )
+      ).rows[0]?.n ?? 0;
+    const rollback = new Error('rollback');
+    let both: Promise<unknown> = Promise.resolve();
+    // An uncommitted head for the address makes both verifications' upserts wait, each with its
+    // snapshot already taken: a previous status read from the snapshot would be null for both.
+    await expect(
+      db.transaction().execute(async (trx) => {
+        await sql`INSERT INTO verification_heads (agent, status, updated_at) VALUES (${agent}, 'held', now())`.execute(
+          trx,
+        );
+        both = Promise.all([t.services.verification.verify(agent), t.services.verification.verify(agent)]);
+        both.catch(() => {});
+        const deadline = Date.now() + 10_000;
+        while ((await waiting()) < 2) {
+          if (Date.now() > deadline) throw new Error('the two verifications never waited for the head');
+          await new Promise((resolve) => setTimeout(resolve, 20));
+        }
+        throw rollback;
+      }),
+    ).rejects.toBe(rollback);
+    const [first, second] = (await both) as Array<{ status: string }>;
+    expect(second?.status).toBe(first?.status);
+    const events = await ofAgent(agent, 'verification.completed');
+    expect(events.map((e) => [e.data.previousStatus, e.data.status])).toEqual([[null, first?.status]]);
+    const head = await db.selectFrom('verification_heads').selectAll().where('agent', '=', agent).executeTakeFirst();
+    expect(head).toMatchObject({ status: first?.status, previous_status: first?.status });
   });
 });
 

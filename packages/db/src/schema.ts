@@ -227,6 +227,15 @@ export interface VerificationsTable {
   created_at: Timestamp;
 }
 
+/** Per address, the status of its last stored verification in commit order (announcements compare with it). */
+export interface VerificationHeadsTable {
+  agent: string;
+  status: string;
+  /** The status the last verification replaced (null: it was the first). */
+  previous_status: string | null;
+  updated_at: Timestamp;
+}
+
 export interface SanctionsSnapshotsTable {
   id: Generated<string>;
   name: string;
@@ -485,6 +494,7 @@ export interface DB {
   transactions: TransactionsTable;
   idempotency_keys: IdempotencyKeysTable;
   verifications: VerificationsTable;
+  verification_heads: VerificationHeadsTable;
   sanctions_snapshots: SanctionsSnapshotsTable;
   sanctions_entries: SanctionsEntriesTable;
   sanctions_screenings: SanctionsScreeningsTable;

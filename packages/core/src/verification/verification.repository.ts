@@ -70,9 +70,10 @@ export interface StoreVerification {
  * same statement reads the facts again and stores only if they still have it; when they
  * do not, nothing is stored and the current facts come back for the caller to evaluate.
  * Without one, the facts are not read (the function is behind a one-time filter).
- * With `events`, a stored verification whose status differs from the address's previous one
- * (or is its first) is announced in the same statement to every organization that hears of
- * the agent (none for an address nobody registered or budgets for).
+ * Every stored verification moves the address's head (`verification_heads`) to its status.
+ * With `events`, one whose status differs from the head's before it (or that is the first) is
+ * announced in the same statement to every organization that hears of the agent (none for an
+ * address nobody registered or budgets for).
  */
 export async function storeVerification(
   db: Executor,
@@ -81,20 +82,20 @@ export async function storeVerification(
   const r = v.verification;
   const expected = sql`${v.expected}::text`;
   const screenings = JSON.stringify(screeningRows(v.screenings, v.snapshotId, v.now));
-  // The previous status is read by the statement's snapshot: before its own insert.
+  // The previous status is the head's, replaced by this statement's upsert: an upsert waits for
+  // a verification of the address still being stored and reads the status it committed, where
+  // the statement's snapshot would not see it (two at once would both announce one change).
   const announce = agentEventCtes(
     v.events ?? null,
     'verification_events',
     {
       type: sql`'verification.completed'`,
       agent: sql`${r.address}::text`,
-      data: sql`jsonb_build_object('status', ${r.status}::text, 'previousStatus', prev.status, 'passed', ${r.passed}::int,
+      data: sql`jsonb_build_object('status', ${r.status}::text, 'previousStatus', head.previous_status, 'passed', ${r.passed}::int,
         'total', ${r.total}::int, 'score', ${r.score}::int, 'grade', ${r.grade}::text, 'verifiedAt', ${r.verifiedAt}::bigint)`,
-      where: sql`prev.status IS DISTINCT FROM ${r.status}::text`,
+      where: sql`head.previous_status IS DISTINCT FROM ${r.status}::text`,
     },
-    sql`ok LEFT JOIN (
-        SELECT status FROM verifications WHERE agent = ${r.address}::text ORDER BY created_at DESC, id DESC LIMIT 1
-      ) AS prev ON true`,
+    sql`head`,
   );
   const statement = sql<{ stored: boolean; announced: boolean } & FingerprintedFacts>`
     WITH f AS (SELECT * FROM (${factsOf(r.address, v.since)}) AS current WHERE ${expected} IS NOT NULL),
@@ -112,6 +113,13 @@ export async function storeVerification(
         ${r.grade}::text, ${JSON.stringify(r.checks)}::jsonb, ${JSON.stringify(r.checkDetails)}::jsonb,
         ${JSON.stringify(r.checkStates)}::jsonb, ${JSON.stringify(r.sanctionsList)}::jsonb, ${v.now}::timestamptz
       FROM ok
+    ),
+    head AS (
+      INSERT INTO verification_heads AS h (agent, status, previous_status, updated_at)
+      SELECT ${r.address}::text, ${r.status}::text, NULL, ${v.now}::timestamptz FROM ok
+      ON CONFLICT (agent) DO UPDATE
+        SET previous_status = h.status, status = EXCLUDED.status, updated_at = EXCLUDED.updated_at
+      RETURNING previous_status
     ),
     ${announce}
     SELECT EXISTS (SELECT 1 FROM ok) AS stored, EXISTS (SELECT 1 FROM verification_events) AS announced, f.*
