@@ -1,8 +1,7 @@
-import { lookup as dnsLookup } from 'node:dns';
 import { request as httpRequest } from 'node:http';
 import { request as httpsRequest } from 'node:https';
-import { isIP, type LookupFunction } from 'node:net';
-import { isPrivateAddress } from '../shared/private-addresses.ts';
+import { isIP } from 'node:net';
+import { isPrivateAddress, PrivateTargetError, privateRefusingLookup } from '../shared/private-addresses.ts';
 
 /** A feedback file larger than this is not read (the spec's examples are a few hundred bytes). */
 export const MAX_FILE_BYTES = 64 * 1024;
@@ -13,15 +12,8 @@ export type FileAnswer =
   | { ok: true; bytes: Buffer }
   | { ok: false; status: 'skipped' | 'unsupported' | 'unavailable' | 'invalid'; detail: string; retry: boolean };
 
-/** DNS lookup that refuses a name resolving to a private address: checked at connect time, so rebinding cannot slip past. */
-const publicLookup: LookupFunction = (hostname, options, callback) => {
-  dnsLookup(hostname, { ...options, all: false }, (error, address, family) => {
-    if (error) return callback(error, '', 0);
-    if (isPrivateAddress(address as string))
-      return callback(new Error(`${hostname} resolves to a private address`), '', 0);
-    callback(null, address as string, family);
-  });
-};
+/** Names resolving to a private address are refused in `public` mode, at connect time. */
+const publicLookup = privateRefusingLookup('ERC8004_FEEDBACK_FETCH=public');
 
 function decodeDataUri(uri: string): FileAnswer {
   const match = /^data:([^,]*?)(;base64)?,(.*)$/s.exec(uri);
@@ -96,7 +88,7 @@ export function fetchFile(uri: string, mode: FetchMode, timeoutMs: number): Prom
     );
     req.on('timeout', () => req.destroy(new Error(`no answer within ${timeoutMs} ms`)));
     req.on('error', (error) => {
-      const refused = /private address/.test(error.message);
+      const refused = error instanceof PrivateTargetError;
       resolve({ ok: false, status: refused ? 'skipped' : 'unavailable', detail: error.message, retry: !refused });
     });
     req.end();

@@ -1,4 +1,5 @@
-import { BlockList, isIP } from 'node:net';
+import { lookup as dnsLookup, type LookupAddress, type LookupAllOptions } from 'node:dns';
+import { BlockList, isIP, type LookupFunction } from 'node:net';
 
 // Addresses an outbound request on someone else's behalf (a webhook, a feedback file) may not
 // reach unless allowed: this host, private networks, link-local (cloud metadata at
@@ -76,4 +77,41 @@ export function isPrivateAddress(address: string): boolean {
   const v4 = embeddedIpv4(bare);
   if (v4) return privateRanges.check(v4, 'ipv4');
   return privateRanges.check(bare, 'ipv6');
+}
+
+/** A connection refused because its name resolves to an address `isPrivateAddress` refuses. */
+export class PrivateTargetError extends Error {
+  readonly code = 'ETARGETREFUSED';
+}
+
+type Resolve = (
+  hostname: string,
+  options: LookupAllOptions,
+  callback: (error: NodeJS.ErrnoException | null, addresses: LookupAddress[]) => void,
+) => void;
+
+/**
+ * A `lookup` for http(s) requests that refuses a name when any address it resolves to is private
+ * (`setting` names what would allow it). Node connects to an address this returns, so the check
+ * holds for the connection itself: a name that resolves to a public address when it is saved and
+ * to 127.0.0.1 when it is fetched (DNS rebinding) is refused then. It answers in the shape Node
+ * asks for: a list when `all` is set (as Node's connect does with `autoSelectFamily`), else one.
+ */
+export function privateRefusingLookup(setting: string, resolve: Resolve = dnsLookup as Resolve): LookupFunction {
+  return (hostname, options, callback) => {
+    resolve(hostname, { ...options, all: true }, (error, addresses) => {
+      if (error) return callback(error, '', 0);
+      const refused = addresses.find((a) => isPrivateAddress(a.address));
+      const first = addresses[0];
+      if (refused || !first) {
+        const why = refused
+          ? `${hostname} resolves to ${refused.address}, a private, loopback or reserved address`
+          : `${hostname} resolves to no address`;
+        return callback(new PrivateTargetError(`${why}: refused (${setting})`), '', 0);
+      }
+      if ((options as { all?: boolean }).all) {
+        (callback as unknown as (e: null, a: LookupAddress[]) => void)(null, addresses);
+      } else callback(null, first.address, first.family);
+    });
+  };
 }

@@ -1,8 +1,7 @@
-import { lookup as dnsLookup, type LookupAddress } from 'node:dns';
 import http from 'node:http';
 import https from 'node:https';
-import { isIP, type LookupFunction } from 'node:net';
-import { isPrivateAddress } from '../shared/private-addresses.ts';
+import { isIP } from 'node:net';
+import { privateRefusingLookup } from '../shared/private-addresses.ts';
 import { literalTargetProblem } from './webhooks.model.ts';
 
 export interface SendOptions {
@@ -22,32 +21,7 @@ export interface SendResult {
 /** What is read of a receiver's answer: enough to free the connection, never its whole body. */
 const MAX_RESPONSE_BYTES = 64 * 1024;
 
-/**
- * Resolves a name and refuses it when any of its addresses is private. Node connects to the
- * address this returns, so the check holds for the connection itself: a name that resolves to a
- * public address when the webhook is saved and to 127.0.0.1 when it is delivered (DNS
- * rebinding) is refused at that moment.
- */
-const guardedLookup: LookupFunction = (hostname, options, callback) => {
-  dnsLookup(hostname, { ...options, all: true }, (error, addresses: LookupAddress[]) => {
-    if (error) return callback(error, '', 0);
-    const refused = addresses.find((a) => isPrivateAddress(a.address));
-    if (refused || addresses.length === 0) {
-      const why = refused
-        ? `${hostname} resolves to ${refused.address}, a private, loopback or reserved address`
-        : `${hostname} resolves to no address`;
-      return callback(
-        Object.assign(new Error(`${why}: refused (WEBHOOK_ALLOW_PRIVATE_TARGETS)`), { code: 'ETARGETREFUSED' }),
-        '',
-        0,
-      );
-    }
-    const first = addresses[0] as LookupAddress;
-    if ((options as { all?: boolean }).all) {
-      (callback as unknown as (e: null, a: LookupAddress[]) => void)(null, addresses);
-    } else callback(null, first.address, first.family);
-  });
-};
+const guardedLookup = privateRefusingLookup('WEBHOOK_ALLOW_PRIVATE_TARGETS');
 
 /**
  * POSTs one webhook message. Never throws: the outcome (status, time, error) is the result.
