@@ -50,9 +50,12 @@ export interface ListenHandlers {
   onLost?(error: unknown): void;
 }
 
+/** How long a query may go unanswered (PostgreSQL) or wait for the one connection (PGlite) unless told. */
+const QUERY_TIMEOUT_MS = 20_000;
+
 export function createDatabase(options: DatabaseOptions): Database {
   if (options.databaseUrl) return createPostgres(options.databaseUrl, options);
-  return createPglite(options.dataDir ?? './.data', options.queryTimeoutMs ?? 20_000);
+  return createPglite(options.dataDir ?? './.data', options.queryTimeoutMs ?? QUERY_TIMEOUT_MS);
 }
 
 function createPostgres(connectionString: string, options: DatabaseOptions): Database {
@@ -64,7 +67,7 @@ function createPostgres(connectionString: string, options: DatabaseOptions): Dat
     statement_timeout: options.statementTimeoutMs ?? 15_000,
     // Client side: a server or network that stops answering must not hold a request (or the
     // connection) forever. Longer than statement_timeout, so a slow statement is the server's to end.
-    query_timeout: options.queryTimeoutMs ?? 20_000,
+    query_timeout: options.queryTimeoutMs ?? QUERY_TIMEOUT_MS,
     // Dead peers are noticed by TCP even on idle connections.
     keepAlive: true,
     keepAliveInitialDelayMillis: 10_000,

@@ -22,7 +22,7 @@ export class LazyPgliteDialect implements Dialect {
 
   constructor(
     private readonly dataDir: string,
-    private readonly waitMs = 20_000,
+    private readonly waitMs: number,
   ) {}
 
   /** The PGlite instance, loaded and started by the first call. */
