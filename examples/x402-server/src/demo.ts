@@ -7,6 +7,7 @@ import { join } from 'node:path';
 import { decodePaymentResponseHeader } from '@x402/core/http';
 import { type Hex, toHex } from 'viem';
 import { mnemonicToAccount } from 'viem/accounts';
+import { bundleArgs } from '../../../scripts/build.ts';
 import { balanceOf, DEV_MNEMONIC, deployPaymentContracts, fundPayer, startAnvil } from './chain.ts';
 import { startFacilitator } from './facilitator.ts';
 import { createPayer } from './payer.ts';
@@ -52,7 +53,7 @@ async function startVouch(env: Record<string, string>): Promise<{ url: string; s
   await run(['--import', 'tsx', 'scripts/build.ts']);
   const dataDir = mkdtempSync(join(tmpdir(), 'vouch-x402-demo-'));
   const port = await freePort();
-  const child: ChildProcess = spawn(process.execPath, ['--enable-source-maps', 'apps/api/dist/main.js'], {
+  const child: ChildProcess = spawn(process.execPath, bundleArgs('api'), {
     cwd: REPO,
     env: {
       ...process.env,
