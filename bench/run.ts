@@ -219,9 +219,12 @@ async function main() {
       throw error;
     });
     ctx.pids.api = [on.proc.pid, off.proc.pid];
+    // The first API stays up, idle but for its read cache's notifications: this run's, not interference.
+    ctx.pids['api-idle'] = [(apiA as RunningApi).proc.pid];
     try {
       return await runEventsOnOff(ctx, { on, off });
     } finally {
+      delete ctx.pids['api-idle'];
       ctx.pids.api = [(apiA as RunningApi).proc.pid];
       await on.proc.stop();
       await off.proc.stop();

@@ -251,11 +251,15 @@ export async function runEventsOnOff(ctx: Context, apis: { on: RunningApi; off: 
   const segmentSec = ctx.profile.durationSec / 2;
   const totals = { on: { ok: 0, sec: 0, api: 0, postgres: 0 }, off: { ok: 0, sec: 0, api: 0, postgres: 0 } };
   const segments: Array<{ events: 'on' | 'off'; rps: number; cpu: Record<string, number> }> = [];
+  // This run's other API processes stay up meanwhile and still work (each spend's commit notifies
+  // every API's read cache): metered as `api-idle`, not as another program's interference.
+  const idleBefore = ctx.pids['api-idle'] ?? [];
   const { result: runs, cpu } = await withCpu(ctx, async () => {
     const out = [];
     for (const side of order) {
       // The API under load is the one metered as `api` in this segment.
       ctx.pids.api = [apis[side].proc.pid];
+      ctx.pids['api-idle'] = [apis[side === 'on' ? 'off' : 'on'].proc.pid, ...idleBefore];
       const { result: r, cpu: used } = await withCpu(ctx, () => httpLoad({ ...load(side), durationSec: segmentSec }));
       if (r.errors || r.non2xx)
         throw new Error(`P9 (${side}): ${r.errors} errors, statuses ${JSON.stringify(r.statusCodes)}`);
@@ -267,6 +271,9 @@ export async function runEventsOnOff(ctx: Context, apis: { on: RunningApi; off: 
       segments.push({ events: side, rps: r.rps, cpu: used });
       out.push(r);
     }
+    // Over the whole run both APIs were under load in turn (the meter reads the groups as it stops).
+    ctx.pids.api = [apis.on.proc.pid, apis.off.proc.pid];
+    ctx.pids['api-idle'] = idleBefore;
     return out;
   });
   const figures = async (side: 'on' | 'off') => {
