@@ -1,6 +1,4 @@
-import { type ChildProcess, spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
-import { createRequire } from 'node:module';
 import {
   type Abi,
   type Account,
@@ -34,54 +32,6 @@ export function localChain(chainId: number, url: string): Chain {
     nativeCurrency: { name: 'Ether', symbol: 'ETH', decimals: 18 },
     rpcUrls: { default: { http: [url] } },
   };
-}
-
-export interface Anvil {
-  url: string;
-  chainId: number;
-  close(): Promise<void>;
-}
-
-/** Starts anvil on a free loopback port; resolves once it listens. */
-export function startAnvil(chainId = 1337): Promise<Anvil> {
-  const arch = process.arch === 'x64' ? 'amd64' : process.arch;
-  const binary = createRequire(import.meta.url).resolve(`@foundry-rs/anvil-${process.platform}-${arch}/bin/anvil`);
-  const child: ChildProcess = spawn(binary, ['--host', '127.0.0.1', '--port', '0', '--chain-id', String(chainId)], {
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
-  return new Promise((resolve, reject) => {
-    let output = '';
-    const timer = setTimeout(() => fail(new Error(`anvil did not start within 30 s:\n${output}`)), 30_000);
-    function fail(error: Error) {
-      clearTimeout(timer);
-      child.kill('SIGKILL');
-      reject(error);
-    }
-    const onData = (chunk: Buffer) => {
-      output += chunk;
-      const listening = /Listening on (127\.0\.0\.1:\d+)/.exec(output);
-      if (!listening) return;
-      clearTimeout(timer);
-      child.stdout?.removeListener('data', onData);
-      child.stdout?.resume();
-      child.stderr?.resume();
-      resolve({
-        url: `http://${listening[1]}`,
-        chainId,
-        async close() {
-          if (child.exitCode === null && child.signalCode === null) child.kill('SIGTERM');
-          await exited;
-        },
-      });
-    };
-    child.stdout?.on('data', onData);
-    child.stderr?.on('data', (chunk: Buffer) => {
-      output += chunk;
-    });
-    child.once('error', fail);
-    child.once('exit', (code) => fail(new Error(`anvil exited (${code}) before listening:\n${output}`)));
-  });
 }
 
 interface Compiled {

@@ -1,14 +1,9 @@
-import { type ChildProcess, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { createServer } from 'node:net';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { startEmbeddedApi, startLocalChain } from '@vouch/testkit';
 import { decodePaymentResponseHeader } from '@x402/core/http';
 import { type Hex, toHex } from 'viem';
 import { mnemonicToAccount } from 'viem/accounts';
-import { bundleArgs } from '../../../scripts/build.ts';
-import { balanceOf, DEV_MNEMONIC, deployPaymentContracts, fundPayer, startAnvil } from './chain.ts';
+import { balanceOf, DEV_MNEMONIC, deployPaymentContracts, fundPayer } from './chain.ts';
 import { startFacilitator } from './facilitator.ts';
 import { createPayer } from './payer.ts';
 import { buildServer } from './server.ts';
@@ -21,7 +16,6 @@ import { createShop, read, registerAgentWithBudget } from './vouch-admin.ts';
  * on the chain, then stops everything it started.
  */
 
-const REPO = new URL('../../../', import.meta.url).pathname;
 const CHAIN_ID = 1337;
 const devKey = (i: number): Hex => toHex(mnemonicToAccount(DEV_MNEMONIC, { addressIndex: i }).getHdKey().privateKey!);
 const devAddress = (i: number) => mnemonicToAccount(DEV_MNEMONIC, { addressIndex: i }).address.toLowerCase();
@@ -32,60 +26,20 @@ const vUSD = (units: bigint | string) => `${(Number(units) / 1e6).toFixed(4)} vU
 const say = (line: string) => console.log(line);
 const step = (title: string) => say(`\n── ${title}`);
 
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as { port: number };
-      server.close(() => resolve(port));
-    });
-  });
-}
-
-/** Vouch as `npm start` runs it: bundled, then the bundle on the embedded database. */
+/**
+ * Vouch as `npm start` runs it, on the embedded database in a fresh directory (the bundle, started
+ * by @vouch/testkit as the tests start it), its warnings shown on this console.
+ */
 async function startVouch(env: Record<string, string>): Promise<{ url: string; stop(): Promise<void> }> {
-  const run = (args: string[]) =>
-    new Promise<void>((resolve, reject) => {
-      const child = spawn(process.execPath, args, { cwd: REPO, stdio: 'inherit' });
-      child.once('exit', (code) => (code === 0 ? resolve() : reject(new Error(`${args.join(' ')} exited ${code}`))));
-    });
-  await run(['--import', 'tsx', 'scripts/build.ts']);
-  const dataDir = mkdtempSync(join(tmpdir(), 'vouch-x402-demo-'));
-  const port = await freePort();
-  const child: ChildProcess = spawn(process.execPath, bundleArgs('api'), {
-    cwd: REPO,
-    env: {
-      ...process.env,
-      PORT: String(port),
-      HOST: '127.0.0.1',
-      DATA_DIR: dataDir,
-      DATABASE_URL: '',
-      REDIS_URL: '',
-      LOG_LEVEL: 'warn',
-      ...env,
-    },
-    stdio: ['ignore', 'inherit', 'inherit'],
+  const api = await startEmbeddedApi({ HOST: '127.0.0.1', REDIS_URL: '', LOG_LEVEL: 'warn', ...env }, '/health', {
+    onOutput: (chunk) => process.stderr.write(chunk),
   });
-  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
-  const url = `http://127.0.0.1:${port}`;
-  const deadline = Date.now() + 90_000;
-  for (;;) {
-    if (child.exitCode !== null) throw new Error('Vouch exited before answering');
-    try {
-      if ((await fetch(`${url}/health`, { signal: AbortSignal.timeout(1000) })).ok) break;
-    } catch {
-      // not listening yet
-    }
-    if (Date.now() > deadline) throw new Error('Vouch did not answer within 90 s');
-    await new Promise((resolve) => setTimeout(resolve, 200));
-  }
   return {
-    url,
+    url: api.base,
     async stop() {
-      if (child.exitCode === null) child.kill('SIGTERM');
-      await exited;
-      rmSync(dataDir, { recursive: true, force: true });
+      if (api.server.child.exitCode === null) api.server.child.kill('SIGTERM');
+      await api.server.exited;
+      api.remove();
     },
   };
 }
@@ -94,7 +48,9 @@ const stops: Array<() => Promise<unknown>> = [];
 
 async function main() {
   step('Local chain');
-  const anvil = await startAnvil(CHAIN_ID);
+  // anvil as the tests run it (@vouch/testkit), with its ten development accounts (chain id 1337).
+  const anvil = await startLocalChain({ accounts: 10 });
+  if (anvil.chainId !== CHAIN_ID) throw new Error(`the local chain has id ${anvil.chainId}, not ${CHAIN_ID}`);
   stops.push(() => anvil.close());
   const deployer = devAddress(0) as Hex;
   const { token } = await deployPaymentContracts(anvil.url, CHAIN_ID, deployer);

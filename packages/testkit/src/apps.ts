@@ -3,7 +3,15 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 // The build script stays the one place that knows how the bundles are made and run.
 import { bundleArgs, ensureBuilt } from '../../../scripts/build.ts';
-import { alive, freePort, type Spawned, spawnCommand, waitForHttp, waitForOutput } from './process.ts';
+import {
+  alive,
+  freePort,
+  type Spawned,
+  type SpawnOptions,
+  spawnCommand,
+  waitForHttp,
+  waitForOutput,
+} from './process.ts';
 
 export { bundleArgs, ensureBuilt };
 
@@ -11,13 +19,22 @@ export { bundleArgs, ensureBuilt };
  * Starts an app the way `npm start` / `npm run start:worker` do: bundled by
  * scripts/build.ts (once per process) and run with plain node.
  */
-export async function spawnBuilt(app: 'api' | 'worker', env: Record<string, string>): Promise<Spawned> {
+export async function spawnBuilt(
+  app: 'api' | 'worker',
+  env: Record<string, string>,
+  options: SpawnOptions = {},
+): Promise<Spawned> {
   await ensureBuilt();
-  return spawnCommand(process.execPath, bundleArgs(app), {
-    ...process.env,
-    LOG_LEVEL: 'info',
-    ...env,
-  });
+  return spawnCommand(
+    process.execPath,
+    bundleArgs(app),
+    {
+      ...process.env,
+      LOG_LEVEL: 'info',
+      ...env,
+    },
+    options,
+  );
 }
 
 export interface ApiProcess {
@@ -59,11 +76,15 @@ export interface EmbeddedApi {
  * The API bundle on the embedded database (PGlite) in a fresh temporary directory, on a
  * free port, started with `env` and answering `readyPath`.
  */
-export async function startEmbeddedApi(env: Record<string, string>, readyPath = '/health'): Promise<EmbeddedApi> {
+export async function startEmbeddedApi(
+  env: Record<string, string>,
+  readyPath = '/health',
+  options: SpawnOptions = {},
+): Promise<EmbeddedApi> {
   const dataDir = mkdtempSync(join(tmpdir(), 'vouch-api-'));
   const port = await freePort();
   const base = `http://127.0.0.1:${port}`;
-  const server = await spawnBuilt('api', { PORT: String(port), DATA_DIR: dataDir, DATABASE_URL: '', ...env });
+  const server = await spawnBuilt('api', { PORT: String(port), DATA_DIR: dataDir, DATABASE_URL: '', ...env }, options);
   const remove = () => {
     if (alive(server)) server.child.kill('SIGKILL');
     rmSync(dataDir, { recursive: true, force: true });
