@@ -11,6 +11,7 @@ import {
   startPostgresCluster,
   startRedisServer,
   startWorker,
+  tail,
 } from '@vouch/testkit';
 import { type HttpClient, httpClient } from './http.ts';
 import type { Probe } from './probes.ts';
@@ -119,9 +120,13 @@ export async function startStack(): Promise<Stack> {
   };
 }
 
-/** True while every process of the stack runs. */
-export function allAlive(stack: Stack): boolean {
-  return stack.processes().every(alive);
+/** The last lines of every process of the stack that no longer runs; '' while all run. */
+export function deadProcesses(stack: Stack): string {
+  return stack
+    .processes()
+    .filter((p) => !alive(p))
+    .map((p) => tail(p, 20))
+    .join('\n');
 }
 
 /**
