@@ -3,10 +3,9 @@ import { blockingConnection, jobOptions, jobs } from '@vouch/jobs';
 import { waitForOutput } from '@vouch/testkit';
 import { Queue, QueueEvents } from 'bullmq';
 import { Redis } from 'ioredis';
-import { paced, warmUpPaced } from '../lib/closed-loop.ts';
-import { type Context, withCpu } from '../lib/context.ts';
+import type { Context } from '../lib/context.ts';
 import { REDIS_URL } from '../lib/infra.ts';
-import { jobPhases, type Span, wallClock } from '../lib/job-phases.ts';
+import { pacedJobRoundTrips } from '../lib/job-phases.ts';
 import { spawnTs } from '../lib/procs.ts';
 import { productSettings } from '../lib/profile.ts';
 
@@ -37,28 +36,13 @@ export async function runB5(ctx: Context) {
     ctx.pids.b5worker = [proc.pid];
     await Promise.all([queue.waitUntilReady(), events.waitUntilReady()]);
     const options = jobOptions(jobs.verify);
-    const spans: Span[] = [];
-    const op = async (i: number) => {
-      const start = wallClock();
+    const roundTrips = await pacedJobRoundTrips(ctx, 'B5', QUEUE, async (i) => {
       const job = await queue.add('noop', { i }, { ...options, jobId: `${QUEUE}-${randomUUID()}` });
       await job.waitUntilFinished(events, 10_000);
-      spans.push({ start, end: wallClock() });
-    };
-    const { profile } = ctx;
-    await warmUpPaced(profile, op);
-    spans.length = 0;
-    const { result, cpu } = await withCpu(ctx, () =>
-      paced({ ratePerSec: profile.pacedRate, count: profile.pacedCount, op }),
-    );
-    if (result.errors) throw new Error(`B5: ${result.errors} errors, first: ${result.firstError}`);
+    });
     return {
-      phases: await jobPhases(ctx.prefix, QUEUE, spans).catch((error: Error) => ({ error: error.message })),
       what: 'raw BullMQ round trip: add → no-op worker (own process) → waitUntilFinished, one at a time',
-      ratePerSec: profile.pacedRate,
-      burstWarmup: profile.burstWarmup,
-      warmupCount: profile.pacedWarmup,
-      ...result,
-      cpu,
+      ...roundTrips,
     };
   } finally {
     delete ctx.pids.b5worker;

@@ -1,5 +1,7 @@
 import { type Job, Queue } from 'bullmq';
 import { Redis } from 'ioredis';
+import { paced, warmUpPaced } from './closed-loop.ts';
+import { type Context, withCpu } from './context.ts';
 import { REDIS_URL } from './infra.ts';
 import { round } from './stats.ts';
 
@@ -74,5 +76,40 @@ export async function jobPhases(prefix: string, queueName: string, spans: Span[]
     queuedToStarted: summary('queuedToStarted'),
     running: summary('running'),
     finishedToAnswer: summary('finishedToAnswer'),
+  };
+}
+
+/**
+ * Round trips through the queue `queueName`, one at a time, evenly paced at the profile's rate
+ * after the paced warm-up (B5, P4): each `send` is timed on the wall clock, and `phases` splits
+ * the mean round trip with BullMQ's timestamps of the jobs (`jobPhases`). A send that throws is
+ * an error of the scenario `label`.
+ */
+export async function pacedJobRoundTrips(
+  ctx: Context,
+  label: string,
+  queueName: string,
+  send: (i: number) => Promise<void>,
+) {
+  const spans: Span[] = [];
+  const op = async (i: number) => {
+    const start = wallClock();
+    await send(i);
+    spans.push({ start, end: wallClock() });
+  };
+  const { profile } = ctx;
+  await warmUpPaced(profile, op);
+  spans.length = 0;
+  const { result, cpu } = await withCpu(ctx, () =>
+    paced({ ratePerSec: profile.pacedRate, count: profile.pacedCount, op }),
+  );
+  if (result.errors) throw new Error(`${label}: ${result.errors} errors, first: ${result.firstError}`);
+  return {
+    phases: await jobPhases(ctx.prefix, queueName, spans).catch((error: Error) => ({ error: error.message })),
+    ratePerSec: profile.pacedRate,
+    burstWarmup: profile.burstWarmup,
+    warmupCount: profile.pacedWarmup,
+    ...result,
+    cpu,
   };
 }

@@ -1,10 +1,9 @@
 import { sql } from '@vouch/db';
 import { jobs } from '@vouch/jobs';
-import { paced, warmUpPaced } from '../lib/closed-loop.ts';
 import { type Context, call, type RunningApi, withCpu } from '../lib/context.ts';
 import { httpLoad } from '../lib/http-load.ts';
 import { pacedClient } from '../lib/http-paced.ts';
-import { jobPhases, type Span, wallClock } from '../lib/job-phases.ts';
+import { pacedJobRoundTrips } from '../lib/job-phases.ts';
 import { loadTest } from '../lib/load-test.ts';
 import { memoryOf, sampleRss } from '../lib/procs.ts';
 
@@ -319,30 +318,15 @@ export async function runP4(ctx: Context, api: RunningApi) {
   try {
     const first = await client.post('/api/verify', body);
     if (first.status !== 200) throw new Error(`P4: POST /api/verify answered ${first.status}: ${first.body}`);
-    const spans: Span[] = [];
-    const op = async () => {
-      const start = wallClock();
+    const roundTrips = await pacedJobRoundTrips(ctx, 'P4', jobs.verify.queue, async () => {
       const res = await client.post('/api/verify', body);
-      spans.push({ start, end: wallClock() });
       if (res.status !== 200) throw new Error(`POST /api/verify answered ${res.status}: ${res.body.slice(0, 200)}`);
-    };
-    const { profile } = ctx;
-    await warmUpPaced(profile, op);
-    spans.length = 0;
-    const { result, cpu } = await withCpu(ctx, () =>
-      paced({ ratePerSec: profile.pacedRate, count: profile.pacedCount, op }),
-    );
-    if (result.errors) throw new Error(`P4: ${result.errors} errors, first: ${result.firstError}`);
+    });
     return {
-      phases: await jobPhases(ctx.prefix, jobs.verify.queue, spans).catch((error: Error) => ({ error: error.message })),
       what: 'POST /api/verify {address} (queued to the checks queue, one worker process), one at a time, evenly paced',
       sampleAnswer: JSON.parse(first.body) as unknown,
       connections: 1,
-      ratePerSec: profile.pacedRate,
-      burstWarmup: profile.burstWarmup,
-      warmupCount: profile.pacedWarmup,
-      ...result,
-      cpu,
+      ...roundTrips,
     };
   } finally {
     client.close();
