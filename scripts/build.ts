@@ -53,14 +53,14 @@ export function ensureBuilt(): Promise<void> {
  * resident for ~1.3 µs more garbage collection per request (docs/architecture.md, "Memory").
  * The worker, whose jobs allocate in bulk, keeps the default.
  */
-export const NODE_OPTIONS = {
+export const NODE_FLAGS = {
   api: ['--enable-source-maps', '--max-semi-space-size=8'],
   worker: ['--enable-source-maps'],
 } as const satisfies Record<keyof typeof ENTRIES, readonly string[]>;
 
 /** The node arguments that run an app's bundle, as the start scripts of package.json do. */
 export function bundleArgs(app: keyof typeof ENTRIES): string[] {
-  return [...NODE_OPTIONS[app], `apps/${app}/dist/main.js`];
+  return [...NODE_FLAGS[app], `apps/${app}/dist/main.js`];
 }
 
 async function buildApp(app: string, entry: string): Promise<void> {
