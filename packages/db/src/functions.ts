@@ -251,3 +251,64 @@ export const eventsHorizonV1: Definition = {
     await sql`DROP FUNCTION IF EXISTS vouch_events_horizon()`.execute(db);
   },
 };
+
+/**
+ * v1 of a reservation's budget thresholds: called by the spend or hold statement, after its
+ * `UPDATE` of the budget and only when that reservation was accepted and left a window at or
+ * above the lowest threshold. Per window (the day, then the month): the highest of `thresholds`
+ * (percentages, ascending) that spent + held now reaches; if it is above what `budget_alerts`
+ * holds for the budget's current window, that row is raised to it and one `budget.threshold`
+ * event row (`type`, `data`) is returned for each threshold between the two. The statement's
+ * row lock on the budget orders its reservations, so each threshold is returned once per window.
+ * Volatile: each of its queries reads what the reservations before it committed. Kept out of the
+ * statement, every expression of which PostgreSQL sets up on each execution, evaluated or not, so
+ * that the many reservations that cross nothing pay for none of this (docs/events.md).
+ */
+export const budgetThresholdsV1: Definition = {
+  async create(db) {
+    await sql`
+    CREATE FUNCTION vouch_budget_thresholds(
+      p_organization_id text, p_agent text, p_asset text, p_thresholds int[],
+      p_day_start timestamptz, p_daily_limit numeric, p_daily_spent numeric, p_daily_held numeric,
+      p_month_start timestamptz, p_monthly_limit numeric, p_monthly_spent numeric, p_monthly_held numeric,
+      p_spend_id text, p_authorization_id text)
+    RETURNS TABLE (type text, data jsonb) LANGUAGE plpgsql VOLATILE AS $$
+    DECLARE
+      w record;
+      v_reached integer;
+      v_before integer;
+    BEGIN
+      FOR w IN
+        SELECT * FROM (VALUES
+          ('daily', p_day_start, p_day_start + interval '24 hours', p_daily_limit, p_daily_spent, p_daily_held),
+          ('monthly', p_month_start, ((p_month_start AT TIME ZONE 'UTC') + interval '1 month') AT TIME ZONE 'UTC',
+            p_monthly_limit, p_monthly_spent, p_monthly_held)
+        ) AS v(name, starts, ends, lim, spent, held)
+      LOOP
+        CONTINUE WHEN w.lim = 0;
+        SELECT max(t) INTO v_reached FROM unnest(p_thresholds) AS t WHERE (w.spent + w.held) * 100 >= t * w.lim;
+        CONTINUE WHEN v_reached IS NULL;
+        v_before := 0;
+        SELECT CASE WHEN a.period_start = w.starts THEN a.level ELSE 0 END INTO v_before
+          FROM budget_alerts AS a
+          WHERE a.organization_id = p_organization_id AND a.agent = p_agent AND a.asset = p_asset AND a.period = w.name;
+        v_before := coalesce(v_before, 0);
+        CONTINUE WHEN v_reached <= v_before;
+        INSERT INTO budget_alerts AS a (organization_id, agent, asset, period, period_start, level)
+          VALUES (p_organization_id, p_agent, p_asset, w.name, w.starts, v_reached)
+          ON CONFLICT (organization_id, agent, asset, period)
+          DO UPDATE SET period_start = EXCLUDED.period_start, level = EXCLUDED.level;
+        RETURN QUERY
+          SELECT 'budget.threshold'::text, jsonb_build_object('window', w.name, 'threshold', t, 'limit', w.lim::text,
+            'spent', w.spent::text, 'held', w.held::text, 'asset', p_asset,
+            'windowStart', extract(epoch FROM w.starts)::bigint, 'resetsAt', extract(epoch FROM w.ends)::bigint,
+            'spendId', p_spend_id, 'authorizationId', p_authorization_id)
+          FROM unnest(p_thresholds) AS t WHERE t > v_before AND t <= v_reached ORDER BY t;
+      END LOOP;
+    END $$`.execute(db);
+  },
+  async drop(db) {
+    await sql`DROP FUNCTION IF EXISTS vouch_budget_thresholds(text, text, text, int[], timestamptz, numeric, numeric,
+      numeric, timestamptz, numeric, numeric, numeric, text, text)`.execute(db);
+  },
+};

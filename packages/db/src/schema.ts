@@ -52,14 +52,18 @@ export interface BudgetsTable {
   day_start: Timestamp;
   month_start: Timestamp;
   last_refusal: string | null;
-  /** The highest budget threshold (a percentage) announced in the window starting at day_start / month_start. */
-  daily_alerted: Generated<number>;
-  monthly_alerted: Generated<number>;
-  /** What the two were before the last spend: the thresholds above these and up to those were crossed by it. */
-  daily_alerted_before: Generated<number>;
-  monthly_alerted_before: Generated<number>;
   created_at: Timestamp;
   updated_at: Timestamp;
+}
+
+/** Per budget and period, the highest threshold (a percentage) announced in the window starting at `period_start`. */
+export interface BudgetAlertsTable {
+  organization_id: string;
+  agent: string;
+  asset: string;
+  period: 'daily' | 'monthly';
+  period_start: Timestamp;
+  level: number;
 }
 
 export interface SpendsTable {
@@ -490,6 +494,7 @@ export interface DB {
   agents: AgentsTable;
   score_events: ScoreEventsTable;
   budgets: BudgetsTable;
+  budget_alerts: BudgetAlertsTable;
   spends: SpendsTable;
   transactions: TransactionsTable;
   idempotency_keys: IdempotencyKeysTable;

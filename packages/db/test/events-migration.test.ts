@@ -31,13 +31,13 @@ describe('migration 20261201000000-events', () => {
         monthly_spent, day_start, month_start, created_at, updated_at)
       VALUES ('default', ${agent}, 10, 10, 10, 9, 9, ${now}, ${now}, ${now}, ${now})`.execute(database.db);
 
-    expect((await migrator.migrateToLatest()).error).toBeUndefined();
+    // Up to this migration: a later one (budget-alerts) moves these columns to a table of their own.
+    expect((await migrator.migrateTo('20261201000000-events')).error).toBeUndefined();
     expect(await tables()).toEqual(['event_dispatch', 'events', 'webhook_attempts', 'webhook_deliveries', 'webhooks']);
-    const budget = await database.db
-      .selectFrom('budgets')
-      .select(['daily_alerted', 'monthly_alerted', 'daily_alerted_before', 'monthly_alerted_before', 'daily_spent'])
-      .executeTakeFirstOrThrow();
-    expect(budget).toEqual({
+    const { rows } = await sql`
+      SELECT daily_alerted, monthly_alerted, daily_alerted_before, monthly_alerted_before, daily_spent::text
+      FROM budgets`.execute(database.db);
+    expect(rows[0]).toEqual({
       daily_alerted: 0,
       monthly_alerted: 0,
       daily_alerted_before: 0,

@@ -136,56 +136,21 @@ export interface SpendEvents extends EventMeta {
 }
 
 /**
- * The `SET` items that keep, per window, the highest threshold announced in it (0 in a new
- * window) and what it was before this statement: a reservation accepted takes a window to
- * `(spent + held + amount) / limit`, and every threshold between the two is announced once
- * (`thresholdEvents`). Updated under the budget's row lock, which orders its reservations, so
- * concurrent ones announce each threshold once. Thresholds are whole percentages from the
- * configuration, written into the statement as literals.
- */
-function alerting(
-  thresholds: number[],
-  refusal: RawBuilder<unknown>,
-  amount: RawBuilder<unknown>,
-  used: { daily: RawBuilder<unknown>; monthly: RawBuilder<unknown> },
-  current: { day: RawBuilder<unknown>; month: RawBuilder<unknown> },
-): RawBuilder<unknown> {
-  const dailyAlerted = sql`(CASE WHEN ${current.day} THEN b.daily_alerted ELSE 0 END)`;
-  const monthlyAlerted = sql`(CASE WHEN ${current.month} THEN b.monthly_alerted ELSE 0 END)`;
-  const descending = [...thresholds].sort((a, b) => b - a);
-  const reached = (usage: RawBuilder<unknown>, limit: RawBuilder<unknown>) =>
-    descending.length === 0
-      ? sql`0`
-      : sql`(CASE WHEN ${refusal} IS NOT NULL OR ${limit} = 0 THEN 0 ${sql.join(
-          descending.map((t) => sql`WHEN (${usage} + ${amount}) * 100 >= ${sql.lit(t)} * ${limit} THEN ${sql.lit(t)}`),
-          sql` `,
-        )} ELSE 0 END)`;
-  return sql`
-        daily_alerted = GREATEST(${dailyAlerted}, ${reached(used.daily, sql`b.daily_limit`)}),
-        monthly_alerted = GREATEST(${monthlyAlerted}, ${reached(used.monthly, sql`b.monthly_limit`)}),
-        daily_alerted_before = ${dailyAlerted},
-        monthly_alerted_before = ${monthlyAlerted},`;
-}
-
-/**
- * Rows (`type`, `data`) of the `budget.threshold` events of `o` (a reservation's outcome: the
- * budget row as updated, with `spend_id` and `authorization_id`): one per threshold of each window
- * above what was announced before it and up to what is announced now. Most reservations cross
- * none, and the first condition ends those.
+ * The `budget.threshold` events (`type`, `data`) of `o`, a reservation's outcome (the budget row
+ * as updated, with `spend_id` and `authorization_id`): `vouch_budget_thresholds` (packages/db,
+ * functions.ts) returns one per threshold of each window above the highest announced in it and up
+ * to what spent + held now reach, and records the new highest. It runs only for an accepted
+ * reservation that leaves a window at or above the lowest threshold: most reservations cross
+ * nothing, and the condition ends those before anything else of it is evaluated.
  */
 function thresholdEvents(thresholds: number[]): RawBuilder<unknown> {
-  return sql`SELECT 'budget.threshold' AS type, jsonb_build_object('window', w.name, 'threshold', t, 'limit', w.lim::text,
-          'spent', w.spent::text, 'held', w.held::text, 'asset', o.asset, 'windowStart', extract(epoch FROM w.starts)::bigint,
-          'resetsAt', extract(epoch FROM w.ends)::bigint, 'spendId', o.spend_id, 'authorizationId', o.authorization_id) AS data
-      FROM (VALUES
-          ('daily', o.daily_alerted_before, o.daily_alerted, o.daily_limit, o.daily_spent, o.daily_held, o.day_start,
-            o.day_start + interval '24 hours'),
-          ('monthly', o.monthly_alerted_before, o.monthly_alerted, o.monthly_limit, o.monthly_spent, o.monthly_held,
-            o.month_start, ((o.month_start AT TIME ZONE 'UTC') + interval '1 month') AT TIME ZONE 'UTC')
-        ) AS w(name, before, after, lim, spent, held, starts, ends)
-        CROSS JOIN unnest(${thresholds}::int[]) AS t
-      WHERE (o.daily_alerted > o.daily_alerted_before OR o.monthly_alerted > o.monthly_alerted_before)
-        AND t > w.before AND t <= w.after`;
+  if (thresholds.length === 0) return sql``;
+  const lowest = sql.lit(Math.min(...thresholds));
+  return sql`UNION ALL SELECT x.type, x.data FROM vouch_budget_thresholds(o.organization_id, o.agent, o.asset,
+        ${thresholds}::int[], o.day_start, o.daily_limit, o.daily_spent, o.daily_held,
+        o.month_start, o.monthly_limit, o.monthly_spent, o.monthly_held, o.spend_id, o.authorization_id) AS x
+      WHERE o.last_refusal IS NULL AND ((o.daily_spent + o.daily_held) * 100 >= ${lowest} * o.daily_limit
+        OR (o.monthly_spent + o.monthly_held) * 100 >= ${lowest} * o.monthly_limit)`;
 }
 
 /**
@@ -238,15 +203,6 @@ export async function reserve(
       ? sql`CASE WHEN o.last_refusal IS NULL THEN 'spend.accepted' ELSE 'spend.refused' END`
       : sql`CASE WHEN o.last_refusal IS NULL THEN 'authorization.created' ELSE 'authorization.refused' END`;
   const events = v.events ?? null;
-  const alerts = events
-    ? alerting(
-        events.thresholds,
-        refusal,
-        amount,
-        { daily: sql`${daily} + ${dailyHeld}`, monthly: sql`${monthly} + ${monthlyHeld}` },
-        { day: dayCurrent, month: monthCurrent },
-      )
-    : sql``;
   // The reservation's own event: what changed, and the budget as it is after it.
   const ownData = sql`jsonb_build_object('amount', input.amount::text, 'asset', o.asset, 'counterparty', input.counterparty,
       'reason', o.last_refusal, 'spendId', o.spend_id, 'authorizationId', o.authorization_id,
@@ -256,7 +212,7 @@ export async function reserve(
       'expiresAt', ${kind === 'hold' ? sql`extract(epoch FROM input.expires_at)::bigint` : sql`NULL::bigint`})`;
   const announced = sql`outcome AS o CROSS JOIN input CROSS JOIN LATERAL (
       SELECT ${outcome} AS type, ${ownData} AS data
-      UNION ALL ${thresholdEvents(events?.thresholds ?? [])}
+      ${thresholdEvents(events?.thresholds ?? [])}
     ) AS e`;
   const statement = sql<SpendRow>`
     WITH input AS MATERIALIZED (
@@ -270,7 +226,7 @@ export async function reserve(
         monthly_spent = ${monthly} + ${spent},
         daily_held = ${dailyHeld} + ${held},
         monthly_held = ${monthlyHeld} + ${held},
-        last_refusal = ${refusal},${alerts}
+        last_refusal = ${refusal},
         day_start = GREATEST(b.day_start, input.day),
         month_start = GREATEST(b.month_start, input.month),
         updated_at = ${v.now}

@@ -13,6 +13,7 @@ import * as erc8004 from './20261127010000-erc8004.ts';
 import * as events from './20261201000000-events.ts';
 import * as transactionAsset from './20261202000000-transaction-asset.ts';
 import * as verificationHeads from './20261203000000-verification-heads.ts';
+import * as budgetAlerts from './20261204000000-budget-alerts.ts';
 
 /** Every migration, in order. Names are timestamped; never rename or reorder a landed one. */
 export const migrations: Record<string, Migration> = {
@@ -30,4 +31,5 @@ export const migrations: Record<string, Migration> = {
   '20261201000000-events': events,
   '20261202000000-transaction-asset': transactionAsset,
   '20261203000000-verification-heads': verificationHeads,
+  '20261204000000-budget-alerts': budgetAlerts,
 };
