@@ -38,6 +38,7 @@ import { runCacheStaleness } from './scenarios/cache-staleness.ts';
 import { runHop, runHttpHop } from './scenarios/hops.ts';
 import { runEventsOnOff, runHealth, runP1, runP2, runP3, runP4, runP8 } from './scenarios/http.ts';
 import { joinHalves, runRecompute } from './scenarios/recompute.ts';
+import { runSpendDirect } from './scenarios/spend-direct.ts';
 import { runVerifyDirect } from './scenarios/verify-direct.ts';
 
 const args = process.argv.slice(2);
@@ -231,6 +232,8 @@ async function main() {
     }
   });
 
+  await step(ctx, 'X-spend-direct', () => runSpendDirect(ctx));
+
   // Budget checks: without the limiter on this API (extra), then P2 on an API with the limiter on.
   await step(ctx, 'X-P2-ratelimit-off', () => runP2(ctx, apiA as RunningApi, 'X-P2-ratelimit-off'));
   // Decisions on the same API, right after the checks they are compared with (P8).
@@ -308,6 +311,7 @@ async function main() {
       'X-B3-pool': pool !== C ? `${C} loops on a pool of ${pool}` : undefined,
       'X-B3-serial': '1 loop on a pool of 1',
       'X-verify-direct': `1 at a time, alternating between two pools of ${pool}`,
+      'X-spend-direct': `1 at a time, alternating between two runtimes on a pool of ${pool}`,
       'X-hop-postgres': 1,
       'X-hop-redis': 1,
       'X-hop-http': 1,

@@ -16,6 +16,9 @@ export function summaryLine(s: Record<string, unknown>): string {
     parts.push(`without prepared statements p50 ${ms(unprepared.p50)}, p99 ${ms(unprepared.p99)}`);
   const first = (s.first as { latency?: LatencySummary } | undefined)?.latency;
   if (first && first.count > 0) parts.push(`first verification p50 ${ms(first.p50)}, p99 ${ms(first.p99)}`);
+  const off = (s.off as { latency?: LatencySummary } | undefined)?.latency;
+  if (off && off.count > 0)
+    parts.push(`with EVENTS=off p50 ${ms(off.p50)}, p99 ${ms(off.p99)} (events add ${ms(Number(s.addedMs))} at p50)`);
   const bare = (s.bareFastify as { latency?: LatencySummary } | undefined)?.latency;
   if (bare && bare.count > 0) parts.push(`bare Fastify p50 ${ms(bare.p50)}, p99 ${ms(bare.p99)}`);
   const staleness = s.staleness as LatencySummary | undefined;
