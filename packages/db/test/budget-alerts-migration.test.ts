@@ -1,5 +1,5 @@
 import { type Database, migrations, sql } from '@vouch/db';
-import { createTestDatabase } from '@vouch/testkit';
+import { columnsLike, createTestDatabase } from '@vouch/testkit';
 import { Migrator } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
@@ -22,12 +22,7 @@ const alerts = () =>
     .orderBy('period')
     .execute();
 
-const alertColumns = async () =>
-  (
-    await sql<{ name: string }>`
-      SELECT column_name AS name FROM information_schema.columns
-      WHERE table_name = 'budgets' AND column_name LIKE '%alerted%' ORDER BY 1`.execute(database.db)
-  ).rows.map((r) => r.name);
+const alertColumns = () => columnsLike(database.db, 'budgets', '%alerted%');
 
 describe('migration 20261204000000-budget-alerts', () => {
   it('keeps what each budget announced in its windows, and its down step puts it back on the budget', async () => {

@@ -1,6 +1,6 @@
 import { gradeFor } from '@vouch/core';
 import { type Database, migrations, sql } from '@vouch/db';
-import { createTestDatabase } from '@vouch/testkit';
+import { columnsLike, createTestDatabase } from '@vouch/testkit';
 import { Migrator } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
@@ -67,10 +67,7 @@ describe('migration 20261201000000-events', () => {
     const migrator = new Migrator({ db: database.db, provider: { getMigrations: async () => migrations } });
     expect((await migrator.migrateTo('20261126000000-organizations')).error).toBeUndefined();
     expect(await tables()).toEqual([]);
-    const columns = await sql<{ name: string }>`
-      SELECT column_name AS name FROM information_schema.columns
-      WHERE table_name = 'budgets' AND column_name LIKE '%alert%'`.execute(database.db);
-    expect(columns.rows).toEqual([]);
+    expect(await columnsLike(database.db, 'budgets', '%alert%')).toEqual([]);
     expect((await migrator.migrateToLatest()).error).toBeUndefined();
     expect(await tables()).toHaveLength(5);
   });

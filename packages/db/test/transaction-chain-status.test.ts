@@ -1,5 +1,5 @@
 import { type Database, migrations, sql } from '@vouch/db';
-import { createTestDatabase } from '@vouch/testkit';
+import { columnsLike, createTestDatabase } from '@vouch/testkit';
 import { Migrator } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
@@ -12,12 +12,7 @@ afterAll(() => database.close());
 const agent = `0x${'1'.repeat(40)}`;
 const txHash = `0x${'a'.repeat(64)}`;
 
-const columns = async () =>
-  (
-    await sql<{ name: string }>`
-      SELECT column_name AS name FROM information_schema.columns
-      WHERE table_name = 'transactions' AND column_name LIKE 'chain_%' ORDER BY 1`.execute(database.db)
-  ).rows.map((r) => r.name);
+const columns = () => columnsLike(database.db, 'transactions', 'chain_%');
 
 describe('migration 20261125020000-transaction-chain-status', () => {
   it('marks transactions recorded before it as unverified, and its down step removes the columns', async () => {

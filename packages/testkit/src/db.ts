@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { createDatabase, type Database, migrateToLatest } from '@vouch/db';
+import { createDatabase, type Database, type DB, type Kysely, migrateToLatest, sql } from '@vouch/db';
 import pg from 'pg';
 import { inject } from 'vitest';
 import { sleep } from './process.ts';
@@ -83,4 +83,13 @@ export async function createTestDatabase(options: { poolMax?: number } = {}): Pr
       await dropDatabase(name).catch(() => {});
     },
   };
+}
+
+/** The columns of `table` whose names are LIKE `pattern`, sorted: what a migration test checks it added or removed. */
+export async function columnsLike(db: Kysely<DB>, table: string, pattern: string): Promise<string[]> {
+  const { rows } = await sql<{ name: string }>`
+    SELECT column_name AS name FROM information_schema.columns
+    WHERE table_schema = current_schema() AND table_name = ${table} AND column_name LIKE ${pattern}
+    ORDER BY 1`.execute(db);
+  return rows.map((r) => r.name);
 }
