@@ -1,5 +1,6 @@
 import { systemActor } from '@vouch/core';
 import { createDatabase } from '@vouch/db';
+import type { Runtime } from '@vouch/runtime';
 import { createTestRuntime } from '@vouch/testkit';
 import { type Context, withCpu } from '../lib/context.ts';
 import { productSettings } from '../lib/profile.ts';
@@ -19,12 +20,14 @@ export async function runSpendDirect(ctx: Context) {
     poolMax: productSettings.dbPoolMax,
     applicationName: 'vouch-bench-spend',
   });
+  const runtimes: Runtime[] = [];
   try {
     const actor = systemActor();
     const huge = (10n ** 30n).toString();
     const sides = await Promise.all(
       (['on', 'off'] as const).map(async (events, i) => {
         const runtime = await createTestRuntime(database, { env: { EVENTS: events }, migrate: false });
+        runtimes.push(runtime);
         // Two agents no other scenario uses (the roles take the first nine).
         const agent = ctx.agents[ctx.agents.length - 1 - i] as string;
         await runtime.services.budgets.set(actor, agent, { dailyLimit: huge, monthlyLimit: huge });
@@ -42,7 +45,6 @@ export async function runSpendDirect(ctx: Context) {
       for (let i = 0; i < calls; i++) for (const side of sides) await spendOnce(side, true);
     });
     const [on, off] = sides.map((s) => s.recorder.summary());
-    for (const side of sides) await side.runtime.close();
     return {
       what: 'services.budgets.spend(1 wei) in the harness process, one at a time, alternating between a runtime with EVENTS=on (latency) and one with EVENTS=off (off.latency), each on a budget of its own',
       ops: on?.count,
@@ -52,6 +54,7 @@ export async function runSpendDirect(ctx: Context) {
       cpu,
     };
   } finally {
+    for (const runtime of runtimes) await runtime.close();
     await database.close();
   }
 }

@@ -288,7 +288,7 @@ export const budgetThresholdsV1: Definition = {
         CONTINUE WHEN w.lim = 0;
         SELECT max(t) INTO v_reached FROM unnest(p_thresholds) AS t WHERE (w.spent + w.held) * 100 >= t * w.lim;
         CONTINUE WHEN v_reached IS NULL;
-        v_before := 0;
+        -- No row yet: NULL, then 0.
         SELECT CASE WHEN a.period_start = w.starts THEN a.level ELSE 0 END INTO v_before
           FROM budget_alerts AS a
           WHERE a.organization_id = p_organization_id AND a.agent = p_agent AND a.asset = p_asset AND a.period = w.name;
