@@ -19,6 +19,10 @@ const GAP_MS = 2500;
 
 type Kill = 'redis' | 'postgres' | 'both';
 
+/** Ends every backend of a Vouch process (API or worker), one row per backend ended. */
+const TERMINATE_VOUCH_BACKENDS = `SELECT pg_terminate_backend(pid) AS pid FROM pg_stat_activity
+  WHERE application_name LIKE 'vouch%' AND pid <> pg_backend_pid()`;
+
 describe('R7 — connections killed under load', () => {
   let stack: Stack;
   let redis: Redis;
@@ -40,14 +44,9 @@ describe('R7 — connections killed under load', () => {
           killed.redis = Number(n);
         }),
       kind !== 'redis' &&
-        stack.cluster
-          .query<{ pid: number }>(
-            `SELECT pg_terminate_backend(pid) AS pid FROM pg_stat_activity
-             WHERE application_name LIKE 'vouch%' AND pid <> pg_backend_pid()`,
-          )
-          .then((rows) => {
-            killed.postgres = rows.length;
-          }),
+        stack.cluster.query<{ pid: number }>(TERMINATE_VOUCH_BACKENDS).then((rows) => {
+          killed.postgres = rows.length;
+        }),
     ]);
     return killed;
   }
@@ -154,9 +153,7 @@ describe('R7 — connections killed under load', () => {
     // An API may have connected again between the kill and the last slot taken (its sweeps run
     // every few seconds): its backends go again, and their slots are taken, until none is left.
     for (let round = 0; ; round++) {
-      const { rows } = await (hogs[0] as pg.Client).query(
-        `SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name LIKE 'vouch%'`,
-      );
+      const { rows } = await (hogs[0] as pg.Client).query(TERMINATE_VOUCH_BACKENDS);
       if (rows.length === 0) break;
       expect(round, 'the APIs kept connecting again').toBeLessThan(20);
       await takeEverySlot();

@@ -1,5 +1,5 @@
 import { type Database, migrations, sql } from '@vouch/db';
-import { columnsLike, createTestDatabase } from '@vouch/testkit';
+import { columnsLike, createTestDatabase, tablesLike } from '@vouch/testkit';
 import { Migrator } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
@@ -51,10 +51,7 @@ describe('migration 20261204000000-budget-alerts', () => {
       { agent: alerted, daily_alerted: 80, monthly_alerted: 0 },
       { agent: quiet, daily_alerted: 0, monthly_alerted: 0 },
     ]);
-    const tables = await sql`SELECT 1 FROM information_schema.tables WHERE table_name = 'budget_alerts'`.execute(
-      database.db,
-    );
-    expect(tables.rows).toEqual([]);
+    expect(await tablesLike(database.db, 'budget_alerts')).toEqual([]);
 
     expect((await migrator.migrateToLatest()).error).toBeUndefined();
     expect(await alerts()).toHaveLength(1);

@@ -1,6 +1,6 @@
 import { gradeFor } from '@vouch/core';
 import { type Database, migrations, sql } from '@vouch/db';
-import { columnsLike, createTestDatabase } from '@vouch/testkit';
+import { columnsLike, createTestDatabase, tablesLike } from '@vouch/testkit';
 import { Migrator } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
@@ -10,13 +10,10 @@ beforeAll(async () => {
 });
 afterAll(() => database.close());
 
-const tables = async () =>
-  (
-    await sql<{ name: string }>`
-      SELECT table_name AS name FROM information_schema.tables
-      WHERE table_schema = current_schema() AND (table_name LIKE 'event%' OR table_name LIKE 'webhook%')
-      ORDER BY 1`.execute(database.db)
-  ).rows.map((r) => r.name);
+const tables = async () => [
+  ...(await tablesLike(database.db, 'event%')),
+  ...(await tablesLike(database.db, 'webhook%')),
+];
 
 describe('migration 20261201000000-events', () => {
   it('keeps budgets with nothing announced yet, and its down step removes what it added', async () => {

@@ -85,6 +85,15 @@ export async function createTestDatabase(options: { poolMax?: number } = {}): Pr
   };
 }
 
+/** The tables whose names are LIKE `pattern`, sorted: what a migration test checks it created or dropped. */
+export async function tablesLike(db: Kysely<DB>, pattern: string): Promise<string[]> {
+  const { rows } = await sql<{ name: string }>`
+    SELECT table_name AS name FROM information_schema.tables
+    WHERE table_schema = current_schema() AND table_name LIKE ${pattern}
+    ORDER BY 1`.execute(db);
+  return rows.map((r) => r.name);
+}
+
 /** The columns of `table` whose names are LIKE `pattern`, sorted: what a migration test checks it added or removed. */
 export async function columnsLike(db: Kysely<DB>, table: string, pattern: string): Promise<string[]> {
   const { rows } = await sql<{ name: string }>`
