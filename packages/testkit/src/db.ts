@@ -66,7 +66,9 @@ export async function dropDatabase(name: string, adminUrl = ADMIN_DATABASE_URL):
  * A fresh, migrated database for one test file: a clone of the migrated template
  * on Postgres, or an in-memory PGlite when the run uses the embedded driver.
  */
-export async function createTestDatabase(options: { poolMax?: number } = {}): Promise<Database & { url?: string }> {
+export async function createTestDatabase(
+  options: { poolMax?: number; connectionTimeoutMs?: number } = {},
+): Promise<Database & { url?: string }> {
   if (inject('testDbMode') === 'pglite') {
     const database = createDatabase({ dataDir: 'memory://' });
     await migrateToLatest(database.db);
@@ -74,7 +76,11 @@ export async function createTestDatabase(options: { poolMax?: number } = {}): Pr
   }
   const template = inject('templateDatabase');
   const { name, url } = await createScratchDatabase(`${template}_f`, { template });
-  const database = createDatabase({ databaseUrl: url, poolMax: options.poolMax ?? 20 });
+  const database = createDatabase({
+    databaseUrl: url,
+    poolMax: options.poolMax ?? 20,
+    connectionTimeoutMs: options.connectionTimeoutMs,
+  });
   return {
     ...database,
     url,
