@@ -12,6 +12,9 @@ export function isDatabaseUnavailable(error: unknown): boolean {
     // 53300: every connection slot is taken ("sorry, too many clients already"), which passes
     // as soon as other clients disconnect — a busy server, not a fault of the request.
     if (code.startsWith('08') || ['57P01', '57P02', '57P03', '53300'].includes(code)) return true;
+    // Busy, not broken: a statement ended by statement_timeout (57014) or lock_timeout (55P03),
+    // or chosen as a deadlock's victim (40P01). The same request a little later succeeds.
+    if (['57014', '55P03', '40P01'].includes(code)) return true;
   }
   const message = error.message;
   return (

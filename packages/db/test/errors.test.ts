@@ -1,0 +1,69 @@
+import { type Database, isDatabaseUnavailable, sql } from '@vouch/db';
+import { createTestDatabase } from '@vouch/testkit';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+
+let database: Database;
+beforeAll(async () => {
+  database = await createTestDatabase({ poolMax: 4 });
+});
+afterAll(() => database.close());
+
+async function failureOf(run: () => Promise<unknown>): Promise<unknown> {
+  try {
+    await run();
+  } catch (error) {
+    return error;
+  }
+  throw new Error('expected the statement to fail');
+}
+
+describe('isDatabaseUnavailable', () => {
+  it('is false for a statement the database refuses on its merits', async () => {
+    const error = await failureOf(() => sql`SELECT 1 / 0`.execute(database.db));
+    expect((error as { code?: string }).code).toBe('22012');
+    expect(isDatabaseUnavailable(error)).toBe(false);
+  });
+
+  // Waiting on a lock another connection holds needs a second connection.
+  it.runIf(inject('testDbMode') === 'postgres')(
+    'is true for a statement ended by statement_timeout or lock_timeout: busy, worth retrying',
+    async () => {
+      const slow = await failureOf(() =>
+        database.db.transaction().execute(async (trx) => {
+          await sql`SET LOCAL statement_timeout = 50`.execute(trx);
+          await sql`SELECT pg_sleep(5)`.execute(trx);
+        }),
+      );
+      expect((slow as { code?: string }).code).toBe('57014');
+      expect(isDatabaseUnavailable(slow)).toBe(true);
+
+      let release!: () => void;
+      const held = new Promise<void>((resolve) => {
+        release = resolve;
+      });
+      let locked!: () => void;
+      const taken = new Promise<void>((resolve) => {
+        locked = resolve;
+      });
+      const holder = database.db.transaction().execute(async (trx) => {
+        await sql`SELECT pg_advisory_xact_lock(918273)`.execute(trx);
+        locked();
+        await held;
+      });
+      try {
+        await taken;
+        const waited = await failureOf(() =>
+          database.db.transaction().execute(async (trx) => {
+            await sql`SET LOCAL lock_timeout = 50`.execute(trx);
+            await sql`SELECT pg_advisory_xact_lock(918273)`.execute(trx);
+          }),
+        );
+        expect((waited as { code?: string }).code).toBe('55P03');
+        expect(isDatabaseUnavailable(waited)).toBe(true);
+      } finally {
+        release();
+        await holder;
+      }
+    },
+  );
+});
