@@ -1,5 +1,3 @@
-import { systemActor } from '@vouch/core';
-import { sql } from '@vouch/db';
 import { budget as budgetSchema, successEnvelope } from '@vouch/schemas';
 import {
   createAgent,
@@ -12,7 +10,7 @@ import {
   spendLedger,
   type TestContext,
 } from '@vouch/testkit';
-import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 let t: TestContext;
 beforeAll(async () => {
@@ -200,52 +198,6 @@ describe('POST /api/budgets/:address/spend', () => {
     expect(rows.filter((r) => r.accepted)).toHaveLength(20);
     expect(rows).toHaveLength(50);
     expect((await get(t.app, `/api/budgets/${address}`)).json().data.dailySpent).toBe('2000');
-  });
-});
-
-// The embedded database has one connection: nothing can wait there beside an open transaction.
-describe.runIf(inject('testDbMode') === 'postgres')('reservations of one budget', () => {
-  it('wait in line on the budget’s lock, not on its row, and go in turn', async () => {
-    const address = await createAgentWithBudget(t.app, { dailyLimit: '1000', monthlyLimit: '1000' });
-    let entered!: () => void;
-    let finish!: () => void;
-    const inside = new Promise<void>((resolve) => {
-      entered = resolve;
-    });
-    const held = new Promise<void>((resolve) => {
-      finish = resolve;
-    });
-    // A spend whose transaction stays open: it holds the budget's queue and its row until it ends.
-    const first = t.database.db.transaction().execute(async (trx) => {
-      await t.services.budgets.spend(systemActor(), address, { amount: '10' }, trx);
-      entered();
-      await held;
-    });
-    try {
-      await inside;
-      const second = post(t.app, `/api/budgets/${address}/spend`, { amount: '10' });
-      const third = post(t.app, `/api/budgets/${address}/authorizations`, { amount: '10' });
-      let waiting: string[] = [];
-      for (let i = 0; i < 200 && waiting.length < 2; i++) {
-        await new Promise((resolve) => setTimeout(resolve, 25));
-        const { rows } = await sql<{ event: string }>`
-          SELECT wait_event AS event FROM pg_stat_activity
-          WHERE datname = current_database() AND wait_event_type = 'Lock'`.execute(t.database.db);
-        waiting = rows.map((r) => r.event);
-      }
-      expect(waiting).toEqual(['advisory', 'advisory']);
-      finish();
-      await first;
-      expect((await second).statusCode).toBe(200);
-      expect((await third).statusCode).toBe(201);
-    } finally {
-      finish();
-      await first;
-    }
-    expect((await get(t.app, `/api/budgets/${address}`)).json().data).toMatchObject({
-      dailySpent: '20',
-      dailyHeld: '10',
-    });
   });
 });
 

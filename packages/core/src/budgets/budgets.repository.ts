@@ -28,15 +28,6 @@ const agentOrOwnerSanctioned = (agent: string | RawBuilder<unknown>) => sql<bool
   JOIN sanctions_entries se ON se.snapshot_id = ss.id AND se.address IN (a.address, a.owner)
   WHERE a.address = ${agent})`;
 
-/**
- * The text whose 64-bit hash names a budget's queue: the transaction-scoped advisory lock every
- * reservation of the budget takes first (`reserve`). Its prefix keeps it apart from the
- * idempotency keys' locks, hashed the same way.
- */
-export function budgetQueueKey(key: BudgetKey): string {
-  return `budget\n${key.organizationId}\n${key.agent}\n${key.asset}`;
-}
-
 /** The budget, and whether the agent or its owner is sanctioned (which refuses every spend). */
 export function findBudget(db: Executor, key: BudgetKey): Promise<BudgetWithStanding | undefined> {
   return db
@@ -173,14 +164,6 @@ function thresholdEvents(thresholds: number[]): RawBuilder<unknown> {
  * `authorization.refused`) and the `budget.threshold` events it crosses. `last_refusal` carries
  * the outcome to the inserts. Returns nothing when the organization has no such budget.
  *
- * Reservations of one budget queue first, on its advisory lock (`budgetQueueKey`), taken by
- * `input` before the `UPDATE` reaches the row and held to commit. Without it, every commit on a
- * hot budget woke all the reservations waiting for its row, and each re-read the row and went
- * back to waiting for the next: on two cores, 50 concurrent spends on one budget got a quarter of
- * the rate of one spend at a time (bench/README.md, B3). The lock wakes only the next in line.
- * A transaction must therefore reserve before it changes that budget's row or its organization's
- * audit head, or it could wait for a reservation that waits for it; every caller reserves first.
- *
  * The reservation's values are columns of `input`, each a parameter once however often the
  * expressions use them, and `input` is materialized: inlined, its sanctions lookup was planned
  * and run once per use of the refusal. The statement is prepared (one text per kind and
@@ -233,10 +216,8 @@ export async function reserve(
     ) AS e`;
   const statement = sql<SpendRow>`
     WITH input AS MATERIALIZED (
-      -- Evaluated once, in this order: the budget's queue, then whether the agent or its owner
-      -- is on the active sanctions list, which refuses the reservation.
-      SELECT pg_advisory_xact_lock(hashtextextended(${budgetQueueKey(v)}, 0)) AS queued,
-        ${agentOrOwnerSanctioned(v.agent)} AS sanctioned, ${v.amount}::numeric AS amount,
+      -- Evaluated once: the agent or its owner on the active sanctions list refuses the reservation.
+      SELECT ${agentOrOwnerSanctioned(v.agent)} AS sanctioned, ${v.amount}::numeric AS amount,
         ${v.day}::timestamptz AS day, ${v.month}::timestamptz AS month, ${v.counterparty}::text AS counterparty,
         ${v.expiresAt ?? null}::timestamptz AS expires_at
     ), upd AS (
