@@ -21,6 +21,12 @@ export interface TestContext {
 export interface TestAppOptions {
   start?: Date | string;
   poolMax?: number;
+  /**
+   * How long a request waits for a pool connection before it is a 503 (the product's
+   * DB_CONNECTION_TIMEOUT_MS, 1 s). A test racing many requests on a loaded machine raises it
+   * when what it checks is the race's outcome, not that wait.
+   */
+  connectionTimeoutMs?: number;
   /** Default: the in-process runner with the real processors (optionally replaced). */
   jobs?: 'in-process' | JobRunner | (() => JobRunner);
   processors?: (real: Processors) => Processors;
@@ -40,7 +46,10 @@ export interface TestAppOptions {
 
 /** The real app on a real database, built by the same composition root as `npm start`, with a clock the test controls. */
 export async function createTestApp(options: TestAppOptions = {}): Promise<TestContext> {
-  const database = await createTestDatabase({ poolMax: options.poolMax });
+  const database = await createTestDatabase({
+    poolMax: options.poolMax,
+    connectionTimeoutMs: options.connectionTimeoutMs,
+  });
   const clock = {
     now: new Date(options.start ?? Date.now()),
     set(date: Date | string) {
