@@ -1,3 +1,4 @@
+import { systemActor } from '@vouch/core';
 import { budget as budgetSchema, successEnvelope } from '@vouch/schemas';
 import {
   createAgent,
@@ -10,7 +11,7 @@ import {
   spendLedger,
   type TestContext,
 } from '@vouch/testkit';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 
 let t: TestContext;
 beforeAll(async () => {
@@ -200,6 +201,44 @@ describe('POST /api/budgets/:address/spend', () => {
     expect(rows.filter((r) => r.accepted)).toHaveLength(20);
     expect(rows).toHaveLength(50);
     expect((await get(t.app, `/api/budgets/${address}`)).json().data.dailySpent).toBe('2000');
+  });
+});
+
+// The embedded database has one connection: nothing can wait there beside an open transaction.
+describe.runIf(inject('testDbMode') === 'postgres')('a spend that waits past the statement timeout', () => {
+  it('answers 503 with Retry-After, changes nothing, and the next spend goes through', async () => {
+    const ctx = await createTestApp({ statementTimeoutMs: 300 });
+    try {
+      const address = await createAgentWithBudget(ctx.app, { dailyLimit: '1000', monthlyLimit: '1000' });
+      let release!: () => void;
+      const held = new Promise<void>((resolve) => {
+        release = resolve;
+      });
+      let entered!: () => void;
+      const inside = new Promise<void>((resolve) => {
+        entered = resolve;
+      });
+      // A spend whose transaction stays open holds the budget's row.
+      const holder = ctx.database.db.transaction().execute(async (trx) => {
+        await ctx.services.budgets.spend(systemActor(), address, { amount: '10' }, trx);
+        entered();
+        await held;
+      });
+      try {
+        await inside;
+        const waited = await post(ctx.app, `/api/budgets/${address}/spend`, { amount: '10' });
+        expect(waited.statusCode).toBe(503);
+        expect(waited.headers['retry-after']).toBe('1');
+        expect(waited.json().error.code).toBe('SERVICE_UNAVAILABLE');
+      } finally {
+        release();
+        await holder;
+      }
+      expect((await post(ctx.app, `/api/budgets/${address}/spend`, { amount: '10' })).statusCode).toBe(200);
+      expect((await spendLedger(ctx.database.db, address)).filter((r) => r.accepted)).toHaveLength(2);
+    } finally {
+      await ctx.close();
+    }
   });
 });
 

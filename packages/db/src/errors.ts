@@ -12,9 +12,6 @@ export function isDatabaseUnavailable(error: unknown): boolean {
     // 53300: every connection slot is taken ("sorry, too many clients already"), which passes
     // as soon as other clients disconnect — a busy server, not a fault of the request.
     if (code.startsWith('08') || ['57P01', '57P02', '57P03', '53300'].includes(code)) return true;
-    // Busy, not broken: a statement ended by statement_timeout (57014) or lock_timeout (55P03),
-    // or chosen as a deadlock's victim (40P01). The same request a little later succeeds.
-    if (['57014', '55P03', '40P01'].includes(code)) return true;
   }
   const message = error.message;
   return (
@@ -26,6 +23,17 @@ export function isDatabaseUnavailable(error: unknown): boolean {
     message === 'Query read timeout' ||
     message.includes('the database system is')
   );
+}
+
+/**
+ * Whether PostgreSQL ended a statement for waiting or running too long, not for what it asked:
+ * `statement_timeout` (57014), `lock_timeout` (55P03), or a deadlock's victim (40P01). A request
+ * that meets it is answered 503 like an outage, since the same request a little later succeeds.
+ * A job is not: it spends an attempt, as a statement too slow for its data would fail every time.
+ */
+export function isDatabaseBusy(error: unknown): boolean {
+  const code = sqlState(error);
+  return code === '57014' || code === '55P03' || code === '40P01';
 }
 
 /** Postgres SQLSTATE of a driver error, if any. */

@@ -8,7 +8,7 @@ export {
   type ListenHandlers,
 } from './client.ts';
 export { type DataDirHolder, DataDirLockedError, lockDataDir } from './data-dir-lock.ts';
-export { isDatabaseUnavailable, sqlState } from './errors.ts';
+export { isDatabaseBusy, isDatabaseUnavailable, sqlState } from './errors.ts';
 export { CACHE_NOTIFY_ROW_LIMIT } from './functions.ts';
 export { migrateToLatest } from './migrate.ts';
 export { migrations } from './migrations/index.ts';

@@ -1,4 +1,4 @@
-import { type Database, isDatabaseUnavailable, sql } from '@vouch/db';
+import { type Database, isDatabaseBusy, isDatabaseUnavailable, sql } from '@vouch/db';
 import { createTestDatabase } from '@vouch/testkit';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 
@@ -17,16 +17,17 @@ async function failureOf(run: () => Promise<unknown>): Promise<unknown> {
   throw new Error('expected the statement to fail');
 }
 
-describe('isDatabaseUnavailable', () => {
+describe('isDatabaseBusy and isDatabaseUnavailable', () => {
   it('is false for a statement the database refuses on its merits', async () => {
     const error = await failureOf(() => sql`SELECT 1 / 0`.execute(database.db));
     expect((error as { code?: string }).code).toBe('22012');
+    expect(isDatabaseBusy(error)).toBe(false);
     expect(isDatabaseUnavailable(error)).toBe(false);
   });
 
   // Waiting on a lock another connection holds needs a second connection.
   it.runIf(inject('testDbMode') === 'postgres')(
-    'is true for a statement ended by statement_timeout or lock_timeout: busy, worth retrying',
+    'a statement ended by statement_timeout or lock_timeout is busy (a 503 for a request), not unavailable (a job spends an attempt)',
     async () => {
       const slow = await failureOf(() =>
         database.db.transaction().execute(async (trx) => {
@@ -35,7 +36,8 @@ describe('isDatabaseUnavailable', () => {
         }),
       );
       expect((slow as { code?: string }).code).toBe('57014');
-      expect(isDatabaseUnavailable(slow)).toBe(true);
+      expect(isDatabaseBusy(slow)).toBe(true);
+      expect(isDatabaseUnavailable(slow)).toBe(false);
 
       let release!: () => void;
       const held = new Promise<void>((resolve) => {
@@ -59,7 +61,8 @@ describe('isDatabaseUnavailable', () => {
           }),
         );
         expect((waited as { code?: string }).code).toBe('55P03');
-        expect(isDatabaseUnavailable(waited)).toBe(true);
+        expect(isDatabaseBusy(waited)).toBe(true);
+        expect(isDatabaseUnavailable(waited)).toBe(false);
       } finally {
         release();
         await holder;

@@ -27,6 +27,8 @@ export interface TestAppOptions {
    * when what it checks is the race's outcome, not that wait.
    */
   connectionTimeoutMs?: number;
+  /** PostgreSQL's statement_timeout for the app's connections (the product's DB_STATEMENT_TIMEOUT_MS, 15 s). */
+  statementTimeoutMs?: number;
   /** Default: the in-process runner with the real processors (optionally replaced). */
   jobs?: 'in-process' | JobRunner | (() => JobRunner);
   processors?: (real: Processors) => Processors;
@@ -49,6 +51,7 @@ export async function createTestApp(options: TestAppOptions = {}): Promise<TestC
   const database = await createTestDatabase({
     poolMax: options.poolMax,
     connectionTimeoutMs: options.connectionTimeoutMs,
+    statementTimeoutMs: options.statementTimeoutMs,
   });
   const clock = {
     now: new Date(options.start ?? Date.now()),

@@ -67,7 +67,7 @@ export async function dropDatabase(name: string, adminUrl = ADMIN_DATABASE_URL):
  * on Postgres, or an in-memory PGlite when the run uses the embedded driver.
  */
 export async function createTestDatabase(
-  options: { poolMax?: number; connectionTimeoutMs?: number } = {},
+  options: { poolMax?: number; connectionTimeoutMs?: number; statementTimeoutMs?: number } = {},
 ): Promise<Database & { url?: string }> {
   if (inject('testDbMode') === 'pglite') {
     const database = createDatabase({ dataDir: 'memory://' });
@@ -80,6 +80,7 @@ export async function createTestDatabase(
     databaseUrl: url,
     poolMax: options.poolMax ?? 20,
     connectionTimeoutMs: options.connectionTimeoutMs,
+    statementTimeoutMs: options.statementTimeoutMs,
   });
   return {
     ...database,

@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { STATUS_CODES } from 'node:http';
 import type { Socket } from 'node:net';
 import { DomainError, errorStatus } from '@vouch/core';
-import { isDatabaseUnavailable, sqlState } from '@vouch/db';
+import { isDatabaseBusy, isDatabaseUnavailable, sqlState } from '@vouch/db';
 import { DomainJobError, JobsUnavailableError } from '@vouch/jobs';
 import type { ErrorCode } from '@vouch/schemas';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
@@ -110,7 +110,11 @@ export const errorsPlugin = fp(async (app: FastifyInstance) => {
     if (error instanceof SyntaxError || (error.statusCode === 400 && /JSON|prototype/i.test(error.message))) {
       return sendFailure(reply, request, 'INVALID_JSON', 'request body is not valid JSON');
     }
-    if (isDatabaseUnavailable(error) || (error as { code?: string }).code === 'SERVICE_UNAVAILABLE') {
+    if (
+      isDatabaseUnavailable(error) ||
+      isDatabaseBusy(error) ||
+      (error as { code?: string }).code === 'SERVICE_UNAVAILABLE'
+    ) {
       request.log.warn({ err: error }, 'dependency unavailable');
       return sendFailure(reply, request, 'SERVICE_UNAVAILABLE', 'a dependency is unavailable; retry shortly');
     }
