@@ -5,6 +5,7 @@ import {
   createAgentWithBudget,
   createTestApp,
   get,
+  holdTransaction,
   post,
   randomAddress,
   recordTx,
@@ -210,29 +211,17 @@ describe.runIf(inject('testDbMode') === 'postgres')('a spend that waits past the
     const ctx = await createTestApp({ statementTimeoutMs: 300 });
     try {
       const address = await createAgentWithBudget(ctx.app, { dailyLimit: '1000', monthlyLimit: '1000' });
-      let release!: () => void;
-      const held = new Promise<void>((resolve) => {
-        release = resolve;
-      });
-      let entered!: () => void;
-      const inside = new Promise<void>((resolve) => {
-        entered = resolve;
-      });
       // A spend whose transaction stays open holds the budget's row.
-      const holder = ctx.database.db.transaction().execute(async (trx) => {
-        await ctx.services.budgets.spend(systemActor(), address, { amount: '10' }, trx);
-        entered();
-        await held;
-      });
+      const holder = await holdTransaction(ctx.database.db, (trx) =>
+        ctx.services.budgets.spend(systemActor(), address, { amount: '10' }, trx),
+      );
       try {
-        await inside;
         const waited = await post(ctx.app, `/api/budgets/${address}/spend`, { amount: '10' });
         expect(waited.statusCode).toBe(503);
         expect(waited.headers['retry-after']).toBe('1');
         expect(waited.json().error.code).toBe('SERVICE_UNAVAILABLE');
       } finally {
-        release();
-        await holder;
+        await holder.release();
       }
       expect((await post(ctx.app, `/api/budgets/${address}/spend`, { amount: '10' })).statusCode).toBe(200);
       expect((await spendLedger(ctx.database.db, address)).filter((r) => r.accepted)).toHaveLength(2);

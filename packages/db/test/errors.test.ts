@@ -1,5 +1,5 @@
 import { type Database, isDatabaseBusy, isDatabaseUnavailable, sql } from '@vouch/db';
-import { createTestDatabase } from '@vouch/testkit';
+import { createTestDatabase, holdTransaction } from '@vouch/testkit';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 
 let database: Database;
@@ -39,21 +39,10 @@ describe('isDatabaseBusy and isDatabaseUnavailable', () => {
       expect(isDatabaseBusy(slow)).toBe(true);
       expect(isDatabaseUnavailable(slow)).toBe(false);
 
-      let release!: () => void;
-      const held = new Promise<void>((resolve) => {
-        release = resolve;
-      });
-      let locked!: () => void;
-      const taken = new Promise<void>((resolve) => {
-        locked = resolve;
-      });
-      const holder = database.db.transaction().execute(async (trx) => {
-        await sql`SELECT pg_advisory_xact_lock(918273)`.execute(trx);
-        locked();
-        await held;
-      });
+      const holder = await holdTransaction(database.db, (trx) =>
+        sql`SELECT pg_advisory_xact_lock(918273)`.execute(trx),
+      );
       try {
-        await taken;
         const waited = await failureOf(() =>
           database.db.transaction().execute(async (trx) => {
             await sql`SET LOCAL lock_timeout = 50`.execute(trx);
@@ -64,8 +53,7 @@ describe('isDatabaseBusy and isDatabaseUnavailable', () => {
         expect(isDatabaseBusy(waited)).toBe(true);
         expect(isDatabaseUnavailable(waited)).toBe(false);
       } finally {
-        release();
-        await holder;
+        await holder.release();
       }
     },
   );

@@ -92,6 +92,38 @@ export async function createTestDatabase(
   };
 }
 
+/**
+ * Runs `work` in a transaction and leaves the transaction open, holding every lock `work` took,
+ * until `release()` (which commits it and resolves once it has). Resolves once `work` has run; a
+ * failing `work` rejects. For tests of what waits behind a lock, on PostgreSQL: the embedded
+ * database's one connection would wait behind it too.
+ */
+export async function holdTransaction(
+  db: Kysely<DB>,
+  work: (trx: Kysely<DB>) => Promise<unknown>,
+): Promise<{ release(): Promise<void> }> {
+  let release: () => void = () => {};
+  const held = new Promise<void>((resolve) => {
+    release = resolve;
+  });
+  let entered: () => void = () => {};
+  const inside = new Promise<void>((resolve) => {
+    entered = resolve;
+  });
+  const done = db.transaction().execute(async (trx) => {
+    await work(trx);
+    entered();
+    await held;
+  });
+  await Promise.race([inside, done]);
+  return {
+    release: async () => {
+      release();
+      await done;
+    },
+  };
+}
+
 /** The tables whose names are LIKE `pattern`, sorted: what a migration test checks it created or dropped. */
 export async function tablesLike(db: Kysely<DB>, pattern: string): Promise<string[]> {
   const { rows } = await sql<{ name: string }>`
