@@ -31,11 +31,14 @@ describe('batchWriter', () => {
     expect(written.sort()).toEqual([11, 12, 14]);
   });
 
-  it('fails every write of a batch at once when the database is away', async () => {
+  it.each([
+    ['away', Object.assign(new Error('connect ECONNREFUSED'), { code: 'ECONNREFUSED' })],
+    ['busy', Object.assign(new Error('canceling statement due to statement timeout'), { code: '57014' })],
+  ])('fails every write of a batch at once when the database is %s', async (_, failure) => {
     let calls = 0;
     const writer = batchWriter<number>(async () => {
       calls++;
-      throw Object.assign(new Error('connect ECONNREFUSED'), { code: 'ECONNREFUSED' });
+      throw failure;
     });
     const results = await Promise.allSettled([1, 2, 3].map((n) => writer.write(n)));
     expect(results.every((r) => r.status === 'rejected')).toBe(true);

@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { type DB, type DecisionRow, isDatabaseUnavailable, type Kysely } from '@vouch/db';
+import { type DB, type DecisionRow, isDatabaseBusy, isDatabaseUnavailable, type Kysely } from '@vouch/db';
 import type { Authorization, Decision, DecisionInput, DecisionReason } from '@vouch/schemas';
 import { gradeFor } from '../agents/agents.model.ts';
 import type { AgentsService } from '../agents/agents.service.ts';
@@ -410,7 +410,7 @@ export function createDecisionsService(deps: DecisionsDeps) {
  * Stores rows many per statement: a write waits for the statement that carries it to commit. The
  * first write of an idle moment goes at once (next turn of the event loop); writes that arrive
  * while `inFlight` statements run join the next one. A statement that fails for anything but the
- * database being away is retried row by row, so one bad row fails only its own write.
+ * database being away or busy is retried row by row, so one bad row fails only its own write.
  */
 export function batchWriter<T>(
   insert: (rows: T[]) => Promise<void>,
@@ -426,7 +426,8 @@ export function batchWriter<T>(
       await insert(batch.map((b) => b.row));
       for (const b of batch) b.resolve();
     } catch (error) {
-      if (batch.length === 1 || isDatabaseUnavailable(error)) {
+      // Away or busy (a statement or lock timeout), rows one by one would only wait it out again each.
+      if (batch.length === 1 || isDatabaseUnavailable(error) || isDatabaseBusy(error)) {
         for (const b of batch) b.reject(error);
         return;
       }
