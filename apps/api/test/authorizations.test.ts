@@ -14,7 +14,9 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 let t: TestContext;
 beforeAll(async () => {
-  t = await createTestApp({ start: '2026-03-10T12:00:00Z' });
+  // Its races queue 40–120 requests on the pool at once: on a busy machine the last wait longer
+  // than the product's 1 s for a connection (a 503), and what they check is the race's outcome.
+  t = await createTestApp({ start: '2026-03-10T12:00:00Z', connectionTimeoutMs: 30_000 });
 });
 afterAll(() => t.close());
 

@@ -20,7 +20,10 @@ describe('R1 (fast): 1,000 spends over 100 connections admit exactly 500', () =>
   let t: TestContext;
   let client: HttpClient;
   beforeAll(async () => {
-    t = await createTestApp({ poolMax: 50 });
+    // Here R1 shares two CPUs with the rest of `npm test`: a request may wait longer than the
+    // product's 1 s for one of the 50 connections, and that 503 is load shedding, not the race
+    // this row checks. The full R1 (test/reliability) keeps the product's wait.
+    t = await createTestApp({ poolMax: 50, connectionTimeoutMs: 30_000 });
     client = httpClient(await t.app.listen({ port: 0, host: '127.0.0.1' }), { sockets: 100 });
   });
   afterAll(async () => {
