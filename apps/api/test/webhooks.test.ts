@@ -469,4 +469,22 @@ describe('the sweep', () => {
     );
     expect(done?.attemptLog.map((a) => a.statusCode)).toEqual([200, 200]);
   });
+
+  it('queues again a delivery whose job could not be queued at the first sweep 5 s after it was due', async () => {
+    const created = await createWebhook({ eventTypes: ['spend.refused'] });
+    const agent = await createAgentWithBudget(t.app, { dailyLimit: '10', monthlyLimit: '10' });
+    expect((await post(t.app, `/api/budgets/${agent}/spend`, { amount: '11' })).statusCode).toBe(422);
+    await deliveriesUntil(created.id, (ds) => ds[0]?.status === 'succeeded');
+    // As if its job had not been queued: pending again, in a new run, due 6 s ago.
+    const [d] = await deliveries(created.id);
+    const dueAt = new Date(t.clock.now.getTime() - 6000);
+    await sql`UPDATE webhook_deliveries SET status = 'pending', run = run + 1, next_attempt_at = ${dueAt}
+      WHERE id = ${String(d?.id).slice(4)}::bigint`.execute(t.database.db);
+    expect((await t.services.webhooks.sweep()).requeued).toBeGreaterThanOrEqual(1);
+    const [done] = await deliveriesUntil(
+      created.id,
+      (ds) => ds[0]?.status === 'succeeded' && ds[0].attemptLog.length === 2,
+    );
+    expect(done?.attemptLog.map((a) => a.statusCode)).toEqual([200, 200]);
+  });
 });

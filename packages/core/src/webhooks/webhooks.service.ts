@@ -49,8 +49,14 @@ export interface WebhooksDeps {
 /** Events fanned out per organization and statement, and statements per dispatch job (the next job continues). */
 const FAN_OUT_BATCH = 1000;
 const FAN_OUT_ROUNDS = 20;
-/** A pending delivery due this long ago whose attempt has not happened: its job is queued again. */
-export const STRANDED_AFTER_MS = 30_000;
+/**
+ * A pending delivery due this long ago whose attempt has not happened: its job is queued again.
+ * Queuing a job that still waits or runs adds nothing (its id is the delivery's), so this only
+ * spares the queue a useless add for deliveries queued a moment ago; one whose job could not be
+ * queued (Redis away, or back but not yet to the process that fanned it out) goes out with the
+ * first sweep after it.
+ */
+export const STRANDED_AFTER_MS = 5_000;
 const STRANDED_BATCH = 1000;
 /** Attempts shown per delivery. */
 const ATTEMPT_LOG = 20;
