@@ -116,8 +116,14 @@ export function createBullmqRunner(options: BullmqOptions): JobRunner & { queues
   });
   const queues = new Map<QueueName, Queue>();
   const events = new Map<QueueName, QueueEvents>();
+  // BullMQ starts each Queue once: it waits for the connection to be ready, then asks Redis its
+  // version. That question, sent on a connection that dropped in between, fails at once (no
+  // offline queue here), and BullMQ keeps the failure as the Queue's connection for good: every
+  // later job refused until the process restarts. The workers' and QueueEvents' connections wait
+  // for Redis instead, and check its version.
+  const producerOptions = { connection: producer, prefix, skipVersionCheck: true };
   for (const name of queueNames) {
-    const queue = new Queue(name, { connection: producer, prefix });
+    const queue = new Queue(name, producerOptions);
     queue.on('error', (error) => options.onError?.(error));
     queues.set(name, queue);
   }
@@ -130,7 +136,7 @@ export function createBullmqRunner(options: BullmqOptions): JobRunner & { queues
     queueEvents.on('error', (error) => options.onError?.(error));
     events.set(name, queueEvents);
   }
-  const flows = new FlowProducer({ connection: producer, prefix });
+  const flows = new FlowProducer(producerOptions);
   flows.on('error', (error) => options.onError?.(error));
   // A connection that never becomes ready rejects its readiness promise; it is reported through 'error'.
   for (const client of [...queues.values(), flows]) void client.waitUntilReady().catch(() => {});
