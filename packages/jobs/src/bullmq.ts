@@ -1,5 +1,13 @@
 import { randomUUID } from 'node:crypto';
-import { FlowProducer, Job, type JobsOptions, Queue, QueueEvents } from 'bullmq';
+import {
+  type ConnectionOptions,
+  FlowProducer,
+  Job,
+  type JobsOptions,
+  Queue,
+  QueueEvents,
+  RedisConnection,
+} from 'bullmq';
 import { Redis, type RedisOptions } from 'ioredis';
 import { DomainJobError, decodeJobError, JobFailedError, JobsUnavailableError } from './errors.ts';
 import {
@@ -119,11 +127,30 @@ export function createBullmqRunner(options: BullmqOptions): JobRunner & { queues
   // BullMQ starts each Queue once: it waits for the connection to be ready, then asks Redis its
   // version. That question, sent on a connection that dropped in between, fails at once (no
   // offline queue here), and BullMQ keeps the failure as the Queue's connection for good: every
-  // later job refused until the process restarts. The workers' and QueueEvents' connections wait
-  // for Redis instead, and check its version.
-  const producerOptions = { connection: producer, prefix, skipVersionCheck: true };
+  // later job refused until the process restarts. So the producer's queues skip that question and
+  // take the version this connection reads at each 'ready' (BullMQ picks some scripts by it; until
+  // it is known, the ones every supported Redis runs). The workers' and QueueEvents' connections
+  // wait for Redis instead, and check its version.
+  let serverVersion: string | undefined;
+  producer.on('ready', () => {
+    producer
+      .info('server')
+      .then((info) => {
+        serverVersion = /^redis_version:(\S+)/m.exec(info)?.[1] ?? serverVersion;
+      })
+      .catch((error) => options.onError?.(error));
+  });
+  class ProducerConnection extends RedisConnection {
+    constructor(connection: ConnectionOptions, extra?: ConstructorParameters<typeof RedisConnection>[1]) {
+      super(connection, { ...extra, skipVersionCheck: true });
+    }
+    override get redisVersion(): string {
+      return serverVersion ?? super.redisVersion;
+    }
+  }
+  const producerOptions = { connection: producer, prefix };
   for (const name of queueNames) {
-    const queue = new Queue(name, producerOptions);
+    const queue = new Queue(name, producerOptions, ProducerConnection);
     queue.on('error', (error) => options.onError?.(error));
     queues.set(name, queue);
   }
@@ -136,7 +163,7 @@ export function createBullmqRunner(options: BullmqOptions): JobRunner & { queues
     queueEvents.on('error', (error) => options.onError?.(error));
     events.set(name, queueEvents);
   }
-  const flows = new FlowProducer(producerOptions);
+  const flows = new FlowProducer(producerOptions, ProducerConnection);
   flows.on('error', (error) => options.onError?.(error));
   // A connection that never becomes ready rejects its readiness promise; it is reported through 'error'.
   for (const client of [...queues.values(), flows]) void client.waitUntilReady().catch(() => {});

@@ -1,6 +1,6 @@
 import { createServer, type Server, Socket } from 'node:net';
 import { createBullmqRunner, jobs } from '@vouch/jobs';
-import { dropPrefix, freePort, redisAvailable, TEST_REDIS_URL, testPrefix, until } from '@vouch/testkit';
+import { dropPrefix, freePort, redisAvailable, redisVersion, TEST_REDIS_URL, testPrefix, until } from '@vouch/testkit';
 import { afterAll, describe, expect, it } from 'vitest';
 
 const hasRedis = await redisAvailable();
@@ -68,6 +68,8 @@ describe.runIf(hasRedis)('the BullMQ producer when Redis goes away while it star
       }, 15_000);
       expect(queued).toMatchObject({ jobId: expect.stringMatching(/^maintenance-/) });
       expect(proxy.cuts()).toBe(1);
+      // Without its own version question the queue still knows the server's, which picks BullMQ's scripts.
+      expect(runner.queues.get('maintenance')?.redisVersion).toBe(await redisVersion(TEST_REDIS_URL, 2000));
     } finally {
       await runner.close();
       proxy.close();
