@@ -23,7 +23,7 @@ import {
   until,
 } from '@vouch/testkit';
 import { Webhook } from 'standardwebhooks';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, describe, expect, inject, it } from 'vitest';
 
 let t: TestContext;
 let receiver: Receiver;
@@ -491,5 +491,23 @@ describe('the sweep', () => {
       (ds) => ds[0]?.status === 'succeeded' && ds[0].attemptLog.length === 2,
     );
     expect(done?.attemptLog.map((a) => a.statusCode)).toEqual([200, 200]);
+  });
+});
+
+describe.runIf(inject('testDbMode') === 'postgres')('events held back by an older transaction', () => {
+  it('are fanned out soon after it ends, with no commit or sweep to ask for it', async () => {
+    const created = await createWebhook({ eventTypes: ['spend.refused'] });
+    const agent = await createAgentWithBudget(t.app, { dailyLimit: '10', monthlyLimit: '10' });
+    await t.database.db.transaction().execute(async (older) => {
+      // An older transaction with an id of its own, still running when the refusal commits.
+      await sql`SELECT pg_current_xact_id()`.execute(older);
+      expect((await post(t.app, `/api/budgets/${agent}/spend`, { amount: '11' })).statusCode).toBe(422);
+      // The dispatch sees the event above the horizon: it cannot take it yet.
+      await t.services.webhooks.dispatch();
+      expect(await deliveries(created.id)).toEqual([]);
+    });
+    // Nothing commits after it, and the sweep is an hour away: the dispatch asks for itself again.
+    const [got] = await receiver.waitFor(1, 10_000, (r) => r.path === created.path);
+    expect(JSON.parse(got?.body ?? '{}')).toMatchObject({ type: 'spend.refused', agent, data: { amount: '11' } });
   });
 });

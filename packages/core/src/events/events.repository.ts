@@ -185,17 +185,19 @@ export async function startDispatch(db: Executor, organizationId: string): Promi
  * out to their enabled subscriptions — one pending delivery per event and endpoint; an endpoint
  * hears of events written after it was created — and moves each organization's dispatch position
  * past them, in one statement. Organizations without webhooks are never read. Returns how many
- * events it took, the most of one organization, and the deliveries it created.
+ * events it took, the most of one organization, the deliveries it created, and whether events of
+ * theirs have committed above the horizon: held back by an older transaction still running.
  */
 export async function fanOut(
   db: Executor,
   limit: number,
   now: Date,
-): Promise<{ events: number; fullest: number; deliveries: Array<{ id: string; run: number }> }> {
+): Promise<{ events: number; fullest: number; deliveries: Array<{ id: string; run: number }>; held: boolean }> {
   const result = await sql<{
     events: number;
     fullest: number | null;
     deliveries: Array<{ id: string; run: number }> | null;
+    held: boolean;
   }>`
     WITH h AS (SELECT ${horizon} AS xmin), batch AS (
       SELECT e.id, e.txid, e.organization_id, e.type, e.created_at
@@ -221,11 +223,20 @@ export async function fanOut(
       FROM last WHERE d.organization_id = last.organization_id RETURNING d.organization_id
     )
     SELECT (SELECT count(*)::int FROM batch) AS events, (SELECT max(n)::int FROM last) AS fullest,
-      (SELECT json_agg(json_build_object('id', id::text, 'run', run) ORDER BY id) FROM created) AS deliveries`.execute(
-    db,
-  );
+      (SELECT json_agg(json_build_object('id', id::text, 'run', run) ORDER BY id) FROM created) AS deliveries,
+      EXISTS (
+        SELECT 1 FROM event_dispatch d CROSS JOIN h
+        WHERE EXISTS (SELECT 1 FROM webhooks w WHERE w.organization_id = d.organization_id)
+          AND EXISTS (SELECT 1 FROM events e WHERE e.organization_id = d.organization_id
+            AND (e.txid, e.id) > (d.txid, d.event_id) AND e.txid >= h.xmin)
+      ) AS held`.execute(db);
   const row = result.rows[0];
-  return { events: row?.events ?? 0, fullest: row?.fullest ?? 0, deliveries: row?.deliveries ?? [] };
+  return {
+    events: row?.events ?? 0,
+    fullest: row?.fullest ?? 0,
+    deliveries: row?.deliveries ?? [],
+    held: row?.held ?? false,
+  };
 }
 
 /**

@@ -58,6 +58,13 @@ const FAN_OUT_ROUNDS = 20;
  */
 export const STRANDED_AFTER_MS = 5_000;
 const STRANDED_BATCH = 1000;
+/**
+ * Events committed above the horizon wait for an older transaction still running: the dispatch
+ * that saw them asks for another one this long after, doubling while they wait, up to the max
+ * (the sweep catches up anyway), rather than leaving them for the next commit or sweep.
+ */
+const HELD_RECHECK_MS = 100;
+const HELD_RECHECK_MAX_MS = 5_000;
 /** Attempts shown per delivery. */
 const ATTEMPT_LOG = 20;
 
@@ -203,6 +210,22 @@ export function createWebhooksService({
     return true;
   }
 
+  let recheck: ReturnType<typeof setTimeout> | undefined;
+  let recheckDelay = HELD_RECHECK_MS;
+  /** Asks for one more dispatch soon while events wait above the horizon (HELD_RECHECK_MS). */
+  function recheckHeld(held: boolean): void {
+    if (!held) {
+      recheckDelay = HELD_RECHECK_MS;
+      return;
+    }
+    if (recheck) return;
+    recheck = setTimeout(() => {
+      recheck = undefined;
+      outbox.committed();
+    }, recheckDelay).unref();
+    recheckDelay = Math.min(recheckDelay * 2, HELD_RECHECK_MAX_MS);
+  }
+
   /** Fans finished events out to the subscriptions, then queues the deliveries it created. */
   async function dispatch(): Promise<{ events: number; deliveries: number }> {
     let total = 0;
@@ -216,7 +239,10 @@ export function createWebhooksService({
       total += batch.events;
       created += batch.deliveries.length;
       await enqueueAll(batch.deliveries);
-      if (batch.fullest < FAN_OUT_BATCH) return { events: total, deliveries: created };
+      if (batch.fullest < FAN_OUT_BATCH) {
+        recheckHeld(batch.held);
+        return { events: total, deliveries: created };
+      }
     }
     // More remains: the next dispatch continues.
     outbox.committed();
