@@ -119,9 +119,6 @@ export function createBullmqRunner(options: BullmqOptions): JobRunner & { queues
   // Redis was unreachable (or still connecting at start) is registered once it answers, and one
   // lost with Redis's data comes back. Upserting an existing schedule changes nothing.
   const schedules = new Map<string, () => Promise<unknown>>();
-  producer.on('ready', () => {
-    for (const upsert of schedules.values()) upsert().catch((error) => options.onError?.(error));
-  });
   const queues = new Map<QueueName, Queue>();
   const events = new Map<QueueName, QueueEvents>();
   // BullMQ starts each Queue once: it waits for the connection to be ready, then asks Redis its
@@ -138,7 +135,11 @@ export function createBullmqRunner(options: BullmqOptions): JobRunner & { queues
       .then((info) => {
         serverVersion = /^redis_version:(\S+)/m.exec(info)?.[1] ?? serverVersion;
       })
-      .catch((error) => options.onError?.(error));
+      .catch((error) => options.onError?.(error))
+      // Then the schedules, with the scripts of that version.
+      .then(() => {
+        for (const upsert of schedules.values()) upsert().catch((error) => options.onError?.(error));
+      });
   });
   class ProducerConnection extends RedisConnection {
     constructor(connection: ConnectionOptions, extra?: ConstructorParameters<typeof RedisConnection>[1]) {
