@@ -32,9 +32,10 @@ interface Fixtures {
   authorizationId: string;
   decisionId: string;
   approvalId: string;
-  /** Alpha's webhook endpoint and one of its (delivered) deliveries. */
+  /** Alpha's webhook endpoint, one of its (delivered) deliveries, and that delivery's event. */
   webhookId: string;
   deliveryId: string;
+  eventId: string;
 }
 
 interface Call {
@@ -354,6 +355,10 @@ const table: Record<string, { call: (fx: Fixtures) => Call; expect: Expect }> = 
       },
     },
   },
+  getEvent: {
+    call: (fx) => ({ method: 'GET', url: `/api/events/${fx.eventId}` }),
+    expect: { kind: 'own', status: 404, code: 'NOT_FOUND' },
+  },
   createWebhook: {
     call: () => ({
       method: 'POST',
@@ -479,6 +484,7 @@ beforeAll(async () => {
     approvalId: reviewed.json().data.approvalId,
     webhookId,
     deliveryId: test.json().data.deliveryId as string,
+    eventId: test.json().data.eventId as string,
   };
   doc = (await t.app.inject({ method: 'GET', url: '/openapi.json' })).json();
 });

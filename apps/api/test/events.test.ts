@@ -1,6 +1,6 @@
 import { BUNDLED_SANCTIONS_DIR, readListDirectory, systemActor } from '@vouch/core';
 import { sql } from '@vouch/db';
-import { type Event, type EventType, eventCatalogue } from '@vouch/schemas';
+import { type Event, type EventType, eventCatalogue, event as eventSchema, successEnvelope } from '@vouch/schemas';
 import {
   createAgent,
   createAgentWithBudget,
@@ -389,6 +389,29 @@ describe('GET /api/events', () => {
       const res = await get(t.app, `/api/events?${query}`);
       expect(res.statusCode, query).toBe(400);
       expect(res.json().error.code, query).toBe('VALIDATION_ERROR');
+    }
+  });
+});
+
+describe('GET /api/events/:id', () => {
+  it('answers one event by the id its deliveries carry as webhook-id, as the list shows it', async () => {
+    const agent = await createAgentWithBudget(t.app, { dailyLimit: '10', monthlyLimit: '10' });
+    await post(t.app, `/api/budgets/${agent}/spend`, { amount: '100' });
+    const [listed] = await ofAgent(agent, 'spend.refused');
+    if (!listed) throw new Error('no spend.refused event');
+    const res = await get(t.app, `/api/events/${listed.id}`);
+    expect(res.statusCode, res.body).toBe(200);
+    expect(successEnvelope(eventSchema).parse(res.json()).data).toEqual(listed);
+  });
+
+  it('answers 404 for an id no event of the organization has, and 400 for one that is not an event id', async () => {
+    const missing = await get(t.app, '/api/events/evt_999999999999');
+    expect(missing.statusCode).toBe(404);
+    expect(missing.json().error.code).toBe('NOT_FOUND');
+    for (const id of ['nope', 'evt_', 'evt_0', 'evt_012', '12', `evt_${'9'.repeat(19)}`]) {
+      const res = await get(t.app, `/api/events/${id}`);
+      expect(res.statusCode, id).toBe(400);
+      expect(res.json().error.code, id).toBe('VALIDATION_ERROR');
     }
   });
 });

@@ -179,6 +179,8 @@ export const event = z
   .meta({ id: 'Event' });
 export type Event = z.infer<typeof event>;
 
+export const eventParams = z.object({ id: eventId });
+
 export const eventsQuery = z.strictObject({
   limit: z.coerce.number().int().min(1).max(1000).default(100),
   cursor: z

@@ -53,6 +53,7 @@ export const ROUTES_WITHOUT_BODY: ReadonlySet<string> = new Set([
   'GET /api/budgets/:address/authorizations/:id',
   'GET /api/budgets/:address/spends',
   'GET /api/events',
+  'GET /api/events/:id',
   'GET /api/jobs/:id',
   'GET /api/keys',
   'DELETE /api/keys/:id',
@@ -190,6 +191,7 @@ export async function fuzzTarget(
       approvalId: reviewed.json().data.approvalId,
       webhookId,
       deliveryId,
+      eventId: test.json().data.eventId as string,
       spareWebhookId: spare.json().data.id as string,
       receiverUrl: receiver.url,
     },
@@ -215,6 +217,8 @@ export interface FuzzFixtures {
   /** A webhook endpoint and one of its deliveries, another for DELETE, and where endpoints may point. */
   webhookId?: string;
   deliveryId?: string;
+  /** The webhook's test event. */
+  eventId?: string;
   spareWebhookId?: string;
   receiverUrl?: string;
 }
@@ -937,7 +941,9 @@ function validRequest(route: FuzzRoute, fx: FuzzFixtures): fc.Arbitrary<FuzzRequ
                       ? route.method === 'DELETE'
                         ? fx.spareWebhookId
                         : fx.webhookId
-                      : undefined;
+                      : route.url.startsWith('/api/events/')
+                        ? fx.eventId
+                        : undefined;
       const path = route.url.replace(/:(\w+)|\*/g, (_, name) =>
         name === 'address'
           ? fx.agent

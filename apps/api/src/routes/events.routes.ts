@@ -1,5 +1,5 @@
 import type { Services } from '@vouch/core';
-import { eventList, eventsQuery } from '@vouch/schemas';
+import { event, eventList, eventParams, eventsQuery } from '@vouch/schemas';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { ok, responses } from '../http.ts';
 import { actorOf } from '../plugins/auth.ts';
@@ -16,5 +16,16 @@ export const eventsRoutes: FastifyPluginAsyncZod<{ services: Services }> = async
       response: responses({ 200: eventList }, [400]),
     },
     handler: async (req) => ok(await services.events.list(actorOf(req), req.query)),
+  });
+
+  app.get('/api/events/:id', {
+    schema: {
+      operationId: 'getEvent',
+      tags: ['events'],
+      summary: 'One event by its id (the `webhook-id` of its deliveries)',
+      params: eventParams,
+      response: responses({ 200: event }, [404]),
+    },
+    handler: async (req) => ok(await services.events.get(actorOf(req), req.params.id)),
   });
 };

@@ -129,6 +129,14 @@ export interface EventRow {
   created_at: Date;
 }
 
+/** One event of the organization, by its sequence number. */
+export async function findEvent(db: Executor, organizationId: string, id: string): Promise<EventRow | undefined> {
+  const result = await sql<EventRow>`
+    SELECT e.id::text AS id, e.txid::text AS txid, e.organization_id, e.type, e.agent, e.data, e.created_at
+    FROM events e WHERE e.id = ${id}::bigint AND e.organization_id = ${organizationId}`.execute(db);
+  return result.rows[0];
+}
+
 /**
  * The organization's events after `after`, in order, of transactions that have all finished
  * (`limit + 1` rows tell whether there is more), and the horizon they were read below.

@@ -10,7 +10,7 @@ import {
 } from '@vouch/schemas';
 import type { Actor } from '../shared/actor.ts';
 import { type Clock, toUnixSeconds } from '../shared/clock.ts';
-import { ValidationError } from '../shared/errors.ts';
+import { NotFoundError, ValidationError } from '../shared/errors.ts';
 import * as repo from './events.repository.ts';
 
 export interface EventsDeps {
@@ -156,6 +156,16 @@ export function createEventsService({ db, clock, runner, enabled, retentionDays 
       // been seen, and the next poll starts there.
       const next = hasMore && last ? { txid: last.txid, id: last.id } : later(after, { txid: horizon, id: '0' });
       return { events: page.map(toEvent), nextCursor: encodeCursor(next), hasMore };
+    },
+
+    /**
+     * One event of the actor's organization by its id (`evt_<sequence>`, the `webhook-id` of its
+     * deliveries), as soon as its transaction has committed; 404 once purged.
+     */
+    async get(actor: Actor, id: string): Promise<Event> {
+      const row = await repo.findEvent(db, actor.organizationId, id.slice('evt_'.length));
+      if (!row) throw new NotFoundError(`event ${id} is not known in this organization`);
+      return toEvent(row);
     },
 
     /** Deletes events older than the retention (EVENTS_RETENTION_DAYS), with their deliveries. */
