@@ -129,11 +129,15 @@ export interface EventRow {
   created_at: Date;
 }
 
+/** The columns of an `EventRow`, of the events aliased `e`. */
+const eventColumns = sql`e.id::text AS id, e.txid::text AS txid, e.organization_id, e.type, e.agent, e.data, e.created_at`;
+
 /** One event of the organization, by its sequence number. */
 export async function findEvent(db: Executor, organizationId: string, id: string): Promise<EventRow | undefined> {
   const result = await sql<EventRow>`
-    SELECT e.id::text AS id, e.txid::text AS txid, e.organization_id, e.type, e.agent, e.data, e.created_at
-    FROM events e WHERE e.id = ${id}::bigint AND e.organization_id = ${organizationId}`.execute(db);
+    SELECT ${eventColumns} FROM events e WHERE e.id = ${id}::bigint AND e.organization_id = ${organizationId}`.execute(
+    db,
+  );
   return result.rows[0];
 }
 
@@ -156,8 +160,7 @@ export async function listEvents(
   if (filter.agent) conditions.push(sql`e.agent = ${filter.agent}`);
   const result = await sql<EventRow & { horizon: string }>`
     WITH h AS (SELECT ${horizon} AS xmin)
-    SELECT e.id::text AS id, e.txid::text AS txid, e.organization_id, e.type, e.agent, e.data, e.created_at,
-      h.xmin::text AS horizon
+    SELECT ${eventColumns}, h.xmin::text AS horizon
     FROM h LEFT JOIN LATERAL (
       SELECT e.* FROM events e WHERE ${sql.join(conditions, sql` AND `)}
       ORDER BY e.txid, e.id LIMIT ${limit + 1}
@@ -207,14 +210,16 @@ export async function fanOut(
     deliveries: Array<{ id: string; run: number }> | null;
     held: boolean;
   }>`
-    WITH h AS (SELECT ${horizon} AS xmin), batch AS (
+    WITH h AS (SELECT ${horizon} AS xmin), dispatching AS (
+      SELECT d.* FROM event_dispatch d
+      WHERE EXISTS (SELECT 1 FROM webhooks w WHERE w.organization_id = d.organization_id)
+    ), batch AS (
       SELECT e.id, e.txid, e.organization_id, e.type, e.created_at
-      FROM event_dispatch d CROSS JOIN h CROSS JOIN LATERAL (
+      FROM dispatching d CROSS JOIN h CROSS JOIN LATERAL (
         SELECT e.id, e.txid, e.organization_id, e.type, e.created_at FROM events e
         WHERE e.organization_id = d.organization_id AND (e.txid, e.id) > (d.txid, d.event_id) AND e.txid < h.xmin
         ORDER BY e.txid, e.id LIMIT ${limit}
       ) e
-      WHERE EXISTS (SELECT 1 FROM webhooks w WHERE w.organization_id = d.organization_id)
     ), created AS (
       INSERT INTO webhook_deliveries (organization_id, webhook_id, event_id, next_attempt_at, created_at)
       SELECT b.organization_id, w.id, b.id, ${now}::timestamptz, ${now}::timestamptz
@@ -233,10 +238,8 @@ export async function fanOut(
     SELECT (SELECT count(*)::int FROM batch) AS events, (SELECT max(n)::int FROM last) AS fullest,
       (SELECT json_agg(json_build_object('id', id::text, 'run', run) ORDER BY id) FROM created) AS deliveries,
       EXISTS (
-        SELECT 1 FROM event_dispatch d CROSS JOIN h
-        WHERE EXISTS (SELECT 1 FROM webhooks w WHERE w.organization_id = d.organization_id)
-          AND EXISTS (SELECT 1 FROM events e WHERE e.organization_id = d.organization_id
-            AND (e.txid, e.id) > (d.txid, d.event_id) AND e.txid >= h.xmin)
+        SELECT 1 FROM dispatching d CROSS JOIN h CROSS JOIN events e
+        WHERE e.organization_id = d.organization_id AND (e.txid, e.id) > (d.txid, d.event_id) AND e.txid >= h.xmin
       ) AS held`.execute(db);
   const row = result.rows[0];
   return {

@@ -31,6 +31,8 @@ const DAY_MS = 86_400_000;
 
 /** `evt_<id>`: an event's public id, also the `webhook-id` of its deliveries. */
 export const publicEventId = (id: string | number) => `evt_${id}`;
+/** The sequence number of a public event id (`eventId` of @vouch/schemas has checked its form). */
+const sequenceOf = (publicId: string) => publicId.slice('evt_'.length);
 
 function encodeCursor(position: repo.Position): string {
   return Buffer.from(`${position.txid}.${position.id}`).toString('base64url');
@@ -163,7 +165,7 @@ export function createEventsService({ db, clock, runner, enabled, retentionDays 
      * deliveries), as soon as its transaction has committed; 404 once purged.
      */
     async get(actor: Actor, id: string): Promise<Event> {
-      const row = await repo.findEvent(db, actor.organizationId, id.slice('evt_'.length));
+      const row = await repo.findEvent(db, actor.organizationId, sequenceOf(id));
       if (!row) throw new NotFoundError(`event ${id} is not known in this organization`);
       return toEvent(row);
     },
