@@ -72,6 +72,12 @@ describe('a decision', () => {
       approvalId: null,
     });
     expect(codes(d)).toEqual(['NO_POLICY']);
+    // Its id is a UUIDv7: a later decision's sorts after it (the primary key's index grows at its right edge).
+    const uuidV7 = /^[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/;
+    expect(d.decisionId).toMatch(uuidV7);
+    const later = await decideOk({ agent, amount: '1' });
+    expect(later.decisionId).toMatch(uuidV7);
+    expect(later.decisionId > d.decisionId).toBe(true);
     // A decision changes no budget by itself.
     expect((await get(t.app, `/api/budgets/${agent}`)).json().data.dailySpent).toBe('0');
     const stored = await get(t.app, `/api/decisions/${d.decisionId}`);
