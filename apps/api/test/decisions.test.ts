@@ -75,6 +75,8 @@ describe('a decision', () => {
     // Its id is a UUIDv7: a later decision's sorts after it (the primary key's index grows at its right edge).
     const uuidV7 = /^[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/;
     expect(d.decisionId).toMatch(uuidV7);
+    // Ids of one millisecond are in no order among themselves: the next one is made in a later one.
+    await new Promise((resolve) => setTimeout(resolve, 2));
     const later = await decideOk({ agent, amount: '1' });
     expect(later.decisionId).toMatch(uuidV7);
     expect(later.decisionId > d.decisionId).toBe(true);
