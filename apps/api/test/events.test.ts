@@ -393,6 +393,51 @@ describe('GET /api/events', () => {
   });
 });
 
+describe.runIf(inject('testDbMode') === 'postgres')('GET /api/events while other transactions commit', () => {
+  it('gives a reader that follows the cursor every committed event, once', async () => {
+    const ctx = await createTestApp({ poolMax: 8 });
+    try {
+      const db = ctx.database.db;
+      const committed = new Set<string>();
+      let stop = false;
+      // Four connections commit events without pause, some holding their transaction open a moment.
+      const writers = Array.from({ length: 4 }, async (_, w) => {
+        while (!stop) {
+          const id = await db.transaction().execute(async (trx) => {
+            const { rows } = await sql<{ id: string }>`
+              INSERT INTO events (organization_id, type, agent, data, created_at)
+              VALUES ('default', 'webhook.test', NULL, ${JSON.stringify({ w })}::jsonb, now()) RETURNING id::text AS id`.execute(
+              trx,
+            );
+            if (Math.random() < 0.5) await new Promise((resolve) => setTimeout(resolve, Math.random() * 2));
+            return rows[0]?.id as string;
+          });
+          committed.add(`evt_${id}`);
+        }
+      });
+      const actor = systemActor('default');
+      const seen: string[] = [];
+      let cursor: string | undefined;
+      const poll = async () => {
+        const page = await ctx.services.events.list(actor, { limit: 1000, ...(cursor !== undefined && { cursor }) });
+        seen.push(...page.events.map((e) => e.id));
+        cursor = page.nextCursor;
+        return page.hasMore;
+      };
+      const until = Date.now() + 3000;
+      while (Date.now() < until) await poll();
+      stop = true;
+      await Promise.all(writers);
+      while (await poll()) {}
+      expect(committed.size).toBeGreaterThan(100);
+      expect(seen.length).toBe(new Set(seen).size);
+      expect([...committed].filter((id) => !seen.includes(id))).toEqual([]);
+    } finally {
+      await ctx.close();
+    }
+  });
+});
+
 describe('GET /api/events/:id', () => {
   it('answers one event by the id its deliveries carry as webhook-id, as the list shows it', async () => {
     const agent = await createAgentWithBudget(t.app, { dailyLimit: '10', monthlyLimit: '10' });

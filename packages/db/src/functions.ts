@@ -222,19 +222,9 @@ export const gradeV1: Definition = {
   },
 };
 
-/**
- * v1 of the events' horizon: a transaction id below which every transaction of this database
- * has finished, so the events below it will never change (docs/events.md "Reading in order").
- * It is the oldest transaction still running in this database, or the next one to start if none
- * is. PostgreSQL's own snapshot horizon counts the transactions of every database of the cluster,
- * so a long write in another database would hold events back; those are left out by their
- * `pg_stat_activity` entry. A running transaction whose database is not known is counted: at
- * worst an event waits for it.
- */
-export const eventsHorizonV1: Definition = {
-  async create(db) {
-    await sql`
-    CREATE FUNCTION vouch_events_horizon() RETURNS xid8 LANGUAGE sql VOLATILE AS $$
+/** The events' horizon's body, the same in every version (their comments say what it computes). */
+const eventsHorizon = (volatility: 'VOLATILE' | 'STABLE') => sql`
+    CREATE OR REPLACE FUNCTION vouch_events_horizon() RETURNS xid8 LANGUAGE sql ${sql.raw(volatility)} AS $$
       WITH s AS (SELECT pg_current_snapshot() AS snap),
       elsewhere AS (
         SELECT a.backend_xid::text AS xid FROM pg_stat_activity a
@@ -245,10 +235,39 @@ export const eventsHorizonV1: Definition = {
         (SELECT min(x) FROM s, pg_snapshot_xip(s.snap) AS x
           WHERE (x::text::numeric % 4294967296)::text NOT IN (SELECT xid FROM elsewhere)),
         (SELECT pg_snapshot_xmax(s.snap) FROM s))
-    $$`.execute(db);
+    $$`;
+
+/**
+ * v1 of the events' horizon: a transaction id below which every transaction of this database
+ * has finished, so the events below it will never change (docs/events.md "Reading in order").
+ * It is the oldest transaction still running in this database, or the next one to start if none
+ * is. PostgreSQL's own snapshot horizon counts the transactions of every database of the cluster,
+ * so a long write in another database would hold events back; those are left out by their
+ * `pg_stat_activity` entry. A running transaction whose database is not known is counted: at
+ * worst an event waits for it. Replaced by v2: volatile, it took a snapshot of its own.
+ */
+export const eventsHorizonV1: Definition = {
+  async create(db) {
+    await eventsHorizon('VOLATILE').execute(db);
   },
   async drop(db) {
     await sql`DROP FUNCTION IF EXISTS vouch_events_horizon()`.execute(db);
+  },
+};
+
+/**
+ * v2 of the events' horizon: v1, stable. A volatile function takes a snapshot of its own, later
+ * than the one the statement calling it reads the events with: a transaction that committed in
+ * between was below the horizon yet invisible to the read, and a reader moving its cursor to the
+ * horizon (`GET /api/events`, the webhooks' dispatch) passed its events for good. Stable, it sees
+ * the calling statement's snapshot, the one the events are read in.
+ */
+export const eventsHorizonV2: Definition = {
+  async create(db) {
+    await eventsHorizon('STABLE').execute(db);
+  },
+  async drop(db) {
+    await eventsHorizonV1.create(db);
   },
 };
 
