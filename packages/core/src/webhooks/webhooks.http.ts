@@ -38,6 +38,8 @@ export function postWebhook(
   const elapsed = () => Math.round(performance.now() - started);
   return new Promise<SendResult>((resolve) => {
     let settled = false;
+    // Armed once the request is made; a target refused before then finishes without one.
+    let timer: ReturnType<typeof setTimeout> | undefined;
     const finish = (statusCode: number | null, error: string | null) => {
       if (settled) return;
       settled = true;
@@ -61,7 +63,7 @@ export function postWebhook(
       agent: false,
       ...(!options.allowPrivateTargets && !isIP(target.hostname.replace(/^\[|\]$/g, '')) && { lookup: guardedLookup }),
     });
-    const timer = setTimeout(() => {
+    timer = setTimeout(() => {
       request.destroy(new Error(`no answer within ${options.timeoutMs} ms`));
     }, options.timeoutMs);
     request.on('error', (error) => finish(null, error.message));
