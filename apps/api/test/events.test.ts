@@ -384,6 +384,8 @@ describe('GET /api/events', () => {
       'limit=0',
       'limit=1001',
       'since=-1',
+      // After the year 9999: no date.
+      'since=10000000000000',
       'x=1',
     ]) {
       const res = await get(t.app, `/api/events?${query}`);

@@ -272,6 +272,7 @@ describe('the audit log', () => {
     const second = (await call(org, 'GET', `/api/audit?limit=3&cursor=${first.nextCursor}`)).json().data;
     expect(second.entries.map((e: { seq: string }) => e.seq)).toEqual(['5', '4', '3']);
     expect((await call(org, 'GET', '/api/audit?cursor=bm9wZQ')).statusCode).toBe(400);
+    expect((await call(org, 'GET', '/api/audit?from=10000000000000')).statusCode).toBe(400);
   });
 
   it('is read by an organization’s admin only, and another organization’s by the operator only', async () => {

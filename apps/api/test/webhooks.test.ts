@@ -341,6 +341,11 @@ describe('retry and replay', () => {
     expect(mine.map((e) => e.data.amount)).toEqual(['1', '2', '3']);
     for (const e of mine) expect(all.some((d) => d.eventId === e.id)).toBe(true);
     expect((await request('POST', `/api/webhooks/${created.id}/replay`, { since: 10, until: 5 })).statusCode).toBe(400);
+    for (const body of [{ since: 1e13 }, { since: 0, until: Number.MAX_SAFE_INTEGER }]) {
+      const late = await request('POST', `/api/webhooks/${created.id}/replay`, body);
+      expect(late.statusCode, JSON.stringify(body)).toBe(400);
+      expect(late.json().error.code).toBe('VALIDATION_ERROR');
+    }
   });
 
   it('refuses a delivery of another endpoint', async () => {

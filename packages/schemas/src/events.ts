@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { organizationId } from './organizations.ts';
-import { address, amount, gradeValue, scoreValue, unixSeconds } from './primitives.ts';
+import { address, amount, gradeValue, queryUnixSeconds, scoreValue, unixSeconds } from './primitives.ts';
 
 /**
  * The catalogue of events (docs/events.md): every type, what its `data` holds, and whether a
@@ -188,10 +188,7 @@ export const eventsQuery = z.strictObject({
     .max(128)
     .optional()
     .meta({ description: 'The `nextCursor` of an earlier answer: events written after that page' }),
-  since: z.coerce
-    .number()
-    .int()
-    .nonnegative()
+  since: queryUnixSeconds
     .optional()
     .meta({ description: 'Unix seconds: events written at or after this time (without a cursor)' }),
   type: eventType.optional(),

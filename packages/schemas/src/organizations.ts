@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { address, unixSeconds } from './primitives.ts';
+import { address, queryUnixSeconds, unixSeconds } from './primitives.ts';
 
 /** An organization's id: lowercase letters, digits, `_` and `-`, 1–64 characters. */
 export const organizationId = z
@@ -57,8 +57,8 @@ export const auditQuery = z
     action: auditAction.optional(),
     target: address.optional().meta({ description: 'The agent the entry is about' }),
     actorKeyId: z.string().min(1).max(64).optional(),
-    from: z.coerce.number().int().nonnegative().optional().meta({ description: 'Unix seconds, inclusive' }),
-    to: z.coerce.number().int().nonnegative().optional().meta({ description: 'Unix seconds, exclusive' }),
+    from: queryUnixSeconds.optional().meta({ description: 'Unix seconds, inclusive' }),
+    to: queryUnixSeconds.optional().meta({ description: 'Unix seconds, exclusive' }),
     organizationId: organizationId
       .optional()
       .meta({ description: 'Another organization’s log (operator only); default: the caller’s' }),

@@ -71,8 +71,19 @@ export const txHash = z
   .transform((value) => value.toLowerCase())
   .meta({ description: 'Transaction hash (0x + 64 hex), returned lowercase' });
 
+/** The last second of the year 9999: what is later is no date a database or a `Date` keeps. */
+export const MAX_UNIX_SECONDS = 253_402_300_799;
+
 /** Integer unix seconds. */
-export const unixSeconds = z.number().int().nonnegative().meta({ description: 'Unix time in seconds' });
+export const unixSeconds = z
+  .number()
+  .int()
+  .nonnegative()
+  .max(MAX_UNIX_SECONDS)
+  .meta({ description: 'Unix time in seconds' });
+
+/** Integer unix seconds in a query string. */
+export const queryUnixSeconds = z.coerce.number().int().nonnegative().max(MAX_UNIX_SECONDS);
 
 export const scoreValue = z.number().int().min(0).max(1000);
 export const gradeValue = z.enum(['AAA', 'AA', 'A', 'BBB', 'BB', 'B', 'CCC', 'CC', 'C', 'D']);

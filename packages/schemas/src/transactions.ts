@@ -30,7 +30,6 @@ export const recordBody = z.strictObject({
   success: z.boolean().optional(),
   counterparty: address.optional(),
   timestamp: unixSeconds
-    .max(253402300799)
     .optional()
     .meta({ description: 'When the transaction happened (unix seconds); defaults to now' }),
 });
