@@ -511,3 +511,45 @@ describe.runIf(inject('testDbMode') === 'postgres')('events held back by an olde
     expect(JSON.parse(got?.body ?? '{}')).toMatchObject({ type: 'spend.refused', agent, data: { amount: '11' } });
   });
 });
+
+describe('a replay of a second holding more than one call’s events', () => {
+  it('goes on from the `until` it answers until every event is queued', async () => {
+    // Deliveries are queued, not sent: what is checked is what the replays queue.
+    const ctx = await createTestApp({
+      start: '2026-03-15T12:00:00Z',
+      env: { WEBHOOK_ALLOW_PRIVATE_TARGETS: 'on', WEBHOOK_SWEEP_INTERVAL_MS: '3600000' },
+      processors: (real) => ({ ...real, 'webhooks.deliver': async () => ({ status: 'pending', attempts: 0 }) }),
+    });
+    try {
+      const res = await post(ctx.app, '/api/webhooks', {
+        url: 'http://127.0.0.1:9/hook',
+        eventTypes: ['score.changed'],
+      });
+      expect(res.statusCode, res.body).toBe(201);
+      const id = res.json().data.id as string;
+      // One more than a call replays, all written in one second (as a recomputation writes them).
+      await sql`INSERT INTO events (organization_id, type, agent, data, created_at)
+        SELECT 'default', 'score.changed', NULL, '{}', '2026-03-15T11:00:00.500Z'::timestamptz
+        FROM generate_series(1, 10001)`.execute(ctx.database.db);
+      let since = Date.parse('2026-03-15T10:00:00Z') / 1000;
+      const answers = [];
+      for (let call = 0; call < 3; call++) {
+        const r = await post(ctx.app, `/api/webhooks/${id}/replay`, { since, until: since + 7200 });
+        expect(r.statusCode, r.body).toBe(202);
+        const data = r.json().data;
+        answers.push({ queued: data.queued, skipped: data.skipped, complete: data.complete });
+        if (data.complete) break;
+        since = data.until;
+      }
+      expect(answers).toEqual([
+        { queued: 10_000, skipped: 0, complete: false },
+        { queued: 1, skipped: 10_000, complete: true },
+      ]);
+      const { rows } = await sql<{ n: number }>`
+        SELECT count(*)::int AS n FROM webhook_deliveries WHERE webhook_id = ${id}`.execute(ctx.database.db);
+      expect(rows[0]?.n).toBe(10_001);
+    } finally {
+      await ctx.close();
+    }
+  });
+});

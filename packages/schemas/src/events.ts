@@ -359,6 +359,8 @@ export const replayResult = z.object({
     .number()
     .int()
     .meta({ description: 'Events of the range this endpoint already received, or whose delivery is still pending' }),
-  complete: z.boolean().meta({ description: 'false: the range held more than 10,000 events; replay from `until`' }),
+  complete: z
+    .boolean()
+    .meta({ description: 'false: more than 10,000 events of the range were to be sent; replay from `until`' }),
   until: unixSeconds.meta({ description: 'The end of what was replayed' }),
 });

@@ -263,25 +263,29 @@ export const REPLAY_MAX = 10_000;
 
 /**
  * Sends the organization's events of the endpoint's types written in [since, until) (until null:
- * up to now) to it again:
- * a delivery for each event it has none of, and a new run of each failed one; delivered ones are
- * left alone. At most REPLAY_MAX events, oldest first.
+ * up to now) to it again: a delivery for each event it has none of, and a new run of each failed
+ * one; delivered and pending ones are left alone (`skipped`, counted over the whole range). At
+ * most REPLAY_MAX events to send, oldest first: the ones left alone are not among them, so a call
+ * again from the last one's second goes on past them, however many share that second.
  */
 export async function replay(
   db: Executor,
   v: { organizationId: string; webhookId: string; eventTypes: string[]; since: Date; until: Date | null; now: Date },
-): Promise<{ events: number; deliveries: Array<{ id: string; run: number }>; last: Date | null }> {
+): Promise<{ events: number; skipped: number; deliveries: Array<{ id: string; run: number }>; last: Date | null }> {
+  const inRange = sql`organization_id = ${v.organizationId} AND created_at >= ${v.since}
+        ${v.until ? sql`AND created_at < ${v.until}` : sql``}
+        AND type = ANY (${v.eventTypes}::text[])`;
+  const deliveryOf = sql`SELECT d.status FROM webhook_deliveries d WHERE d.webhook_id = ${v.webhookId} AND d.event_id = e.id`;
   const result = await sql<{
     events: number;
+    skipped: number;
     deliveries: Array<{ id: string; run: number }> | null;
     last: Date | null;
   }>`
     WITH ev AS (
-      SELECT id, created_at FROM events
-      WHERE organization_id = ${v.organizationId} AND created_at >= ${v.since}
-        ${v.until ? sql`AND created_at < ${v.until}` : sql``}
-        AND type = ANY (${v.eventTypes}::text[])
-      ORDER BY created_at, id LIMIT ${REPLAY_MAX}
+      SELECT e.id, e.created_at FROM events e
+      WHERE ${inRange} AND coalesce((${deliveryOf}), 'failed') = 'failed'
+      ORDER BY e.created_at, e.id LIMIT ${REPLAY_MAX}
     ), sent AS (
       INSERT INTO webhook_deliveries (organization_id, webhook_id, event_id, next_attempt_at, created_at)
       SELECT ${v.organizationId}, ${v.webhookId}, ev.id, ${v.now}::timestamptz, ${v.now}::timestamptz FROM ev
@@ -292,10 +296,16 @@ export async function replay(
       RETURNING id, run
     )
     SELECT (SELECT count(*)::int FROM ev) AS events,
+      (SELECT count(*)::int FROM events e WHERE ${inRange} AND (${deliveryOf}) <> 'failed') AS skipped,
       (SELECT json_agg(json_build_object('id', id::text, 'run', run) ORDER BY id) FROM sent) AS deliveries,
       (SELECT max(created_at) FROM ev) AS last`.execute(db);
   const row = result.rows[0];
-  return { events: row?.events ?? 0, deliveries: row?.deliveries ?? [], last: row?.last ? new Date(row.last) : null };
+  return {
+    events: row?.events ?? 0,
+    skipped: row?.skipped ?? 0,
+    deliveries: row?.deliveries ?? [],
+    last: row?.last ? new Date(row.last) : null,
+  };
 }
 
 /** Pending deliveries whose attempt was due before `dueBefore`: their job may have been lost. */

@@ -427,7 +427,7 @@ export function createWebhooksService({
       const complete = result.events < repo.REPLAY_MAX;
       return {
         queued: result.deliveries.length,
-        skipped: result.events - result.deliveries.length,
+        skipped: result.skipped,
         complete,
         until: complete || !result.last ? (input.until ?? toUnixSeconds(now)) : toUnixSeconds(result.last),
       };
