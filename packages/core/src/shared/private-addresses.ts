@@ -25,8 +25,9 @@ for (const [network, prefix] of [
   privateRanges.addSubnet(network, prefix, 'ipv4');
 }
 for (const [network, prefix] of [
-  ['::', 128],
-  ['::1', 128],
+  // The unspecified address, loopback and the deprecated IPv4-compatible ones (`::a.b.c.d`).
+  ['::', 96],
+  ['64:ff9b:1::', 48],
   ['100::', 64],
   ['2001:db8::', 32],
   ['fc00::', 7],

@@ -66,6 +66,10 @@ describe('private addresses', () => {
       '::ffff:a9fe:a9fe',
       '64:ff9b::a00:1',
       '2002:7f00:1::1',
+      // IPv4-compatible (deprecated), and NAT64's local-use prefix.
+      '::7f00:1',
+      '::127.0.0.1',
+      '64:ff9b:1::a00:1',
       '[::1]',
       'not an address',
     ]) {
@@ -87,6 +91,8 @@ describe('private addresses', () => {
     expect(literalTargetProblem('http://127.0.0.1:3000/x')).toMatch(/127\.0\.0\.1/);
     expect(literalTargetProblem('http://localhost/x')).toMatch(/this host/);
     expect(literalTargetProblem('http://api.localhost/x')).toMatch(/this host/);
+    expect(literalTargetProblem('http://localhost./x')).toMatch(/this host/);
+    expect(literalTargetProblem('http://api.localhost./x')).toMatch(/this host/);
     expect(literalTargetProblem('http://[::ffff:10.0.0.1]/x')).toMatch(/private/);
     expect(literalTargetProblem('http://0177.0.0.1/x')).toMatch(/private/);
     expect(literalTargetProblem('https://example.com/hooks')).toBeNull();

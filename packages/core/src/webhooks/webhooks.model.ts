@@ -70,7 +70,8 @@ export function literalTargetProblem(url: string): string | null {
   } catch {
     return 'is not a URL';
   }
-  const bare = host.replace(/^\[|\]$/g, '');
+  // A name's trailing dot (`localhost.`) names the same host.
+  const bare = host.replace(/^\[|\]$/g, '').replace(/\.$/, '');
   if (bare === 'localhost' || bare.endsWith('.localhost')) return `targets ${host}, this host`;
   if (isIP(bare) && isPrivateAddress(bare)) return `targets ${bare}, a private, loopback or reserved address`;
   return null;
