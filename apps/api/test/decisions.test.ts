@@ -13,7 +13,7 @@ import {
   recordTx,
   type TestContext,
 } from '@vouch/testkit';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 
 let t: TestContext;
 beforeAll(async () => {
@@ -468,6 +468,31 @@ describe('holds and approvals', () => {
       t.clock.advance(-(86_400_000 + 1000));
     }
   });
+  it('a decision denied for another reason leaves the grant it names untouched, and usable', async () => {
+    const agent = await createAgentWithBudget(t.app, limits);
+    await setPolicy(agent, [{ name: 'all', action: 'review' }]);
+    const approvalId = (await decideOk({ agent, amount: '400' })).approvalId as string;
+    expect((await post(t.app, `/api/approvals/${approvalId}/approve`, {})).statusCode).toBe(200);
+    const grant = sql<{ status: string; redeemed_decision_id: string | null }>`
+      SELECT status, redeemed_decision_id::text FROM approvals WHERE id = ${approvalId}::bigint`;
+    // Over the per-transaction limit: denied whatever the approval, which it does not claim.
+    const denied = await decideOk({ agent, amount: '900', approvalId });
+    expect([denied.decision, codes(denied)]).toEqual(['deny', ['PER_TX_LIMIT', 'POLICY_REVIEW']]);
+    expect((await grant.execute(t.database.db)).rows[0]).toEqual({ status: 'approved', redeemed_decision_id: null });
+
+    // A spend lands between the redeeming decision's budget read and its hold: the hold's statement
+    // refuses, and the grant goes back to approved for a later try.
+    const budgetOf = t.services.budgets.budgetOf;
+    vi.spyOn(t.services.budgets, 'budgetOf').mockImplementationOnce(async (...args) => {
+      const read = await budgetOf(...args);
+      expect((await post(t.app, `/api/budgets/${agent}/spend`, { amount: '700' })).statusCode).toBe(200);
+      return read;
+    });
+    const refused = await decideOk({ agent, amount: '400', approvalId, hold: true });
+    vi.restoreAllMocks();
+    expect([refused.decision, codes(refused)]).toEqual(['deny', ['DAILY_LIMIT', 'POLICY_REVIEW']]);
+    expect((await grant.execute(t.database.db)).rows[0]).toEqual({ status: 'approved', redeemed_decision_id: null });
+  });
 });
 
 describe('approvals with keys', () => {
@@ -499,6 +524,51 @@ describe('approvals with keys', () => {
       ]);
       const ok = await post(app.app, `/api/approvals/${id}/approve`, {}, as(approver));
       expect(ok.json().data).toMatchObject({ status: 'approved', decidedByKeyId: approver.split('_')[1] });
+    } finally {
+      await app.close();
+    }
+  });
+  it('a decision of another organization naming an approval neither redeems nor touches it', async () => {
+    const ADMIN = 'decisions-admin-secret-0123456789';
+    const app = await createTestApp({ edge: { auth: { mode: 'on', adminKey: ADMIN } } });
+    try {
+      const alpha = await createOrganizationKey(app.app, ADMIN, 'alpha');
+      const approver = await createKey(app.app, alpha, { name: 'approver', scopes: ['approve'] });
+      const beta = await createOrganizationKey(app.app, ADMIN, 'beta');
+      const as = (key: string) => ({ authorization: `Bearer ${key}` });
+      const agent = randomAddress();
+      await post(app.app, '/api/agents/register', { address: agent }, as(alpha));
+      await post(app.app, `/api/budgets/${agent}/set`, limits, as(alpha));
+      await app.app.inject({
+        method: 'PUT',
+        url: `/api/agents/${agent}/policy`,
+        payload: { rules: [{ name: 'all', action: 'review' }] },
+        headers: as(alpha),
+      });
+      const approvalId = (await post(app.app, '/api/decisions', { agent, amount: '10' }, as(alpha))).json().data
+        .approvalId;
+      expect((await post(app.app, `/api/approvals/${approvalId}/approve`, {}, as(approver))).statusCode).toBe(200);
+      const row = sql<{ status: string; redeemed_decision_id: string | null }>`
+        SELECT status, redeemed_decision_id::text FROM approvals WHERE id = ${approvalId}::bigint`;
+      const redemptions = sql<{
+        n: number;
+      }>`SELECT count(*)::int AS n FROM audit_log WHERE action = 'approval.redeemed'`;
+
+      // Beta has no budget for the agent: denied, and alpha's grant is none of its business.
+      const theirs = successEnvelope(decision).parse(
+        (await post(app.app, '/api/decisions', { agent, amount: '10', approvalId }, as(beta))).json(),
+      ).data;
+      expect([theirs.decision, codes(theirs)]).toEqual(['deny', ['NO_BUDGET', 'NO_POLICY']]);
+      expect((await row.execute(app.database.db)).rows[0]).toEqual({ status: 'approved', redeemed_decision_id: null });
+      expect((await redemptions.execute(app.database.db)).rows[0]?.n).toBe(0);
+
+      const ours = (await post(app.app, '/api/decisions', { agent, amount: '10', approvalId }, as(alpha))).json().data;
+      expect([ours.decision, codes(ours)]).toEqual(['allow', ['POLICY_REVIEW', 'APPROVAL_REDEEMED']]);
+      expect((await row.execute(app.database.db)).rows[0]).toEqual({
+        status: 'redeemed',
+        redeemed_decision_id: ours.decisionId,
+      });
+      expect((await redemptions.execute(app.database.db)).rows[0]?.n).toBe(1);
     } finally {
       await app.close();
     }

@@ -276,18 +276,29 @@ export function redeemApproval(
 }
 
 /** Gives a grant back, before its redemption commits (the payment it was redeemed for was refused after all). */
-export async function unredeemApproval(db: Executor, id: string): Promise<void> {
+export async function unredeemApproval(db: Executor, organizationId: string, id: string): Promise<void> {
   await db
     .updateTable('approvals')
     .set({ status: 'approved', redeemed_at: null })
+    .where('organization_id', '=', organizationId)
     .where('id', '=', id)
     .where('status', '=', 'redeemed')
     .where('redeemed_decision_id', 'is', null)
     .execute();
 }
 
-export async function setRedeemedDecision(db: Executor, approvalId: string, decisionId: string) {
-  await db.updateTable('approvals').set({ redeemed_decision_id: decisionId }).where('id', '=', approvalId).execute();
+export async function setRedeemedDecision(
+  db: Executor,
+  organizationId: string,
+  approvalId: string,
+  decisionId: string,
+) {
+  await db
+    .updateTable('approvals')
+    .set({ redeemed_decision_id: decisionId })
+    .where('organization_id', '=', organizationId)
+    .where('id', '=', approvalId)
+    .execute();
 }
 
 /** Pending approvals and unredeemed grants past their time, expired once. Their holds expire with the holds' sweep. */

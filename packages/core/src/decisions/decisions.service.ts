@@ -232,37 +232,37 @@ export function createDecisionsService(deps: DecisionsDeps) {
       const write = async (trx: Kysely<DB>, after: (effect: () => void) => void) => {
         let verdict = decide(evidence);
         let approvalHold: string | null = null;
+        // True only once redeemApproval took the grant: nothing else may claim or record a redemption.
+        let redeemed = false;
         // An approval answers a review; it is spent only when nothing else refuses the payment.
         if (input.approvalId !== undefined) {
           const prospective = decide({ ...evidence, approval: { redeemed: true, id: input.approvalId } });
-          const redeemed =
-            prospective.decision === 'allow'
-              ? await repo.redeemApproval(trx, {
-                  organizationId: actor.organizationId,
-                  id: input.approvalId,
-                  agent: input.agent,
-                  amount: input.amount,
-                  asset,
-                  counterparty,
-                  now,
-                })
-              : undefined;
-          if (redeemed) {
-            verdict = prospective;
-            approvalHold = redeemed.authorization_id;
-          } else if (prospective.decision === 'allow') {
-            verdict = decide({
-              ...evidence,
-              approval: {
-                redeemed: false,
-                problem: await approvalProblem(trx, actor, input.approvalId, input, asset, now),
-              },
+          if (prospective.decision === 'allow') {
+            const grant = await repo.redeemApproval(trx, {
+              organizationId: actor.organizationId,
+              id: input.approvalId,
+              agent: input.agent,
+              amount: input.amount,
+              asset,
+              counterparty,
+              now,
             });
-          } else {
-            verdict = prospective;
+            if (grant) {
+              verdict = prospective;
+              approvalHold = grant.authorization_id;
+              redeemed = true;
+            } else {
+              verdict = decide({
+                ...evidence,
+                approval: {
+                  redeemed: false,
+                  problem: await approvalProblem(trx, actor, input.approvalId, input, asset, now),
+                },
+              });
+            }
           }
+          // Else something else denies: the grant is left as it was, and the answer does not claim it.
         }
-
         // The hold, made before the decision's row so that a budget that changed since the check decides.
         let holdId: string | null = approvalHold;
         const reserve = async (status: 'held' | 'pending_approval', expiresAt: Date): Promise<string | null> => {
@@ -286,7 +286,10 @@ export function createDecisionsService(deps: DecisionsDeps) {
             const refusal = (error.details as { reason: string }).reason;
             verdict = decide({ ...evidence, budget: { allowed: false, reason: refusal as never } });
             // A grant redeemed for this payment is not spent on a refusal.
-            if (input.approvalId !== undefined) await repo.unredeemApproval(trx, input.approvalId);
+            if (redeemed && input.approvalId !== undefined) {
+              await repo.unredeemApproval(trx, actor.organizationId, input.approvalId);
+              redeemed = false;
+            }
             return null;
           }
         };
@@ -302,8 +305,8 @@ export function createDecisionsService(deps: DecisionsDeps) {
           { ...record, decision: verdict.decision, reasons: verdict.reasons, authorizationId: holdId },
         ]);
         if (holdId !== null && approvalHold === null) await repo.linkAuthorizationToDecision(trx, holdId, decisionId);
-        if (input.approvalId !== undefined && verdict.reasons.some((r) => r.code === 'APPROVAL_REDEEMED')) {
-          await repo.setRedeemedDecision(trx, input.approvalId, decisionId);
+        if (redeemed && input.approvalId !== undefined) {
+          await repo.setRedeemedDecision(trx, actor.organizationId, input.approvalId, decisionId);
           await audit.append(
             trx,
             actor,
