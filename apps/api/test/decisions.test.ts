@@ -468,6 +468,32 @@ describe('holds and approvals', () => {
       t.clock.advance(-(86_400_000 + 1000));
     }
   });
+  it('an agent listed between the screening and the hold is denied: SANCTIONED, nothing held', async () => {
+    const agent = await createAgentWithBudget(t.app, limits);
+    // The list changes (an import) after this decision screened the agent, before its hold's statement.
+    const forDecision = t.services.sanctions.forDecision;
+    vi.spyOn(t.services.sanctions, 'forDecision').mockImplementationOnce(async (...args) => {
+      const screened = await forDecision(...args);
+      await sql`INSERT INTO sanctions_entries (snapshot_id, address, lists)
+        SELECT id, ${agent}, ARRAY['ETH'] FROM sanctions_snapshots WHERE is_active`.execute(t.database.db);
+      return screened;
+    });
+    const d = await decideOk({ agent, amount: '100', hold: true });
+    vi.restoreAllMocks();
+    expect([d.decision, codes(d), d.authorization, d.sanctions.agent]).toEqual([
+      'deny',
+      ['SANCTIONED', 'NO_POLICY'],
+      null,
+      'listed',
+    ]);
+    expect((await get(t.app, `/api/decisions/${d.decisionId}`)).json().data).toMatchObject({
+      decision: 'deny',
+      sanctions: { agent: 'listed' },
+    });
+    const budget = (await get(t.app, `/api/budgets/${agent}`)).json().data;
+    expect(budget.dailyHeld).toBe('0');
+  });
+
   it('a decision denied for another reason leaves the grant it names untouched, and usable', async () => {
     const agent = await createAgentWithBudget(t.app, limits);
     await setPolicy(agent, [{ name: 'all', action: 'review' }]);

@@ -31,7 +31,8 @@ const reason = (code: string, detail: string): DecisionReason => ({ code, detail
  * - no sanctions list (SANCTIONS_LIST_UNAVAILABLE) — fail closed;
  * - the agent, its owner or the counterparty on the list (…_SANCTIONED);
  * - an unknown or unregistered agent (AGENT_UNKNOWN, AGENT_NOT_REGISTERED);
- * - the budget (NO_BUDGET, PER_TX_LIMIT, DAILY_LIMIT, MONTHLY_LIMIT);
+ * - the budget (NO_BUDGET, PER_TX_LIMIT, DAILY_LIMIT, MONTHLY_LIMIT, and SANCTIONED when the
+ *   budget finds a listing the screening did not);
  * - the policy: a matching deny rule (POLICY_DENY), or no rule matching (POLICY_NO_MATCH);
  * - an approval that cannot be redeemed (APPROVAL_INVALID).
  * A matching review rule gives POLICY_REVIEW; a matching allow rule POLICY_ALLOW; no policy NO_POLICY.
@@ -52,9 +53,12 @@ export function decide(e: DecisionEvidence): { decision: Verdict; reasons: Decis
   if (!e.agent.known) denies.push(reason('AGENT_UNKNOWN', 'Vouch knows nothing of this agent'));
   else if (!e.agent.registered) denies.push(reason('AGENT_NOT_REGISTERED', 'the agent is observed, not registered'));
 
-  // SANCTIONED from the budget says what the sanctions reasons above already say.
-  if (!e.budget.allowed && e.budget.reason !== null && e.budget.reason !== 'SANCTIONED') {
+  // SANCTIONED from the budget usually repeats the sanctions reasons above; alone (the list changed
+  // between the screening and the hold's statement), it is the only word of it and must deny.
+  const repeatsSanctions = e.budget.reason === 'SANCTIONED' && (e.sanctions.agent || e.sanctions.owner);
+  if (!e.budget.allowed && e.budget.reason !== null && !repeatsSanctions) {
     const details: Record<string, string> = {
+      SANCTIONED: 'the agent or its owner is on the active sanctions list (found by the budget)',
       NO_BUDGET: 'the organization has no budget for this agent (in this asset)',
       PER_TX_LIMIT: 'the amount exceeds the per-transaction limit',
       DAILY_LIMIT: 'the amount would exceed the daily limit (spent and held included)',

@@ -285,6 +285,8 @@ export function createDecisionsService(deps: DecisionsDeps) {
             if (!(error instanceof BudgetExceededError)) throw error;
             const refusal = (error.details as { reason: string }).reason;
             verdict = decide({ ...evidence, budget: { allowed: false, reason: refusal as never } });
+            // Listed since the screening: what is stored says so too.
+            if (refusal === 'SANCTIONED') stored.sanctions.agent = 'listed';
             // A grant redeemed for this payment is not spent on a refusal.
             if (redeemed && input.approvalId !== undefined) {
               await repo.unredeemApproval(trx, actor.organizationId, input.approvalId);
