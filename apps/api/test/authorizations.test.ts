@@ -120,6 +120,24 @@ describe('holds', () => {
     expect((await get(t.app, `/api/budgets/${agent}/authorizations/abc`)).statusCode).toBe(400);
   });
 
+  it('void leaves a hold waiting for its approval alone (409): only the approval’s denial releases it', async () => {
+    const agent = await createAgentWithBudget(t.app, limits);
+    const policy = { rules: [{ name: 'all', action: 'review' }] };
+    await t.app.inject({ method: 'PUT', url: `/api/agents/${agent}/policy`, payload: policy });
+    const review = (await post(t.app, '/api/decisions', { agent, amount: '100', hold: true })).json().data;
+    const url = `/api/budgets/${agent}/authorizations/${review.authorization.authorizationId}`;
+    const voided = await post(t.app, `${url}/void`, {});
+    expect(voided.statusCode).toBe(409);
+    expect(failureEnvelope.parse(voided.json()).error).toMatchObject({
+      code: 'AUTHORIZATION_NOT_HELD',
+      details: { status: 'pending_approval' },
+    });
+    expect(await readBudget(agent)).toMatchObject({ dailyHeld: '100' });
+    expect((await post(t.app, `/api/approvals/${review.approvalId}/deny`, {})).statusCode).toBe(200);
+    expect((await get(t.app, url)).json().data.status).toBe('voided');
+    expect(await readBudget(agent)).toMatchObject({ dailyHeld: '0' });
+  });
+
   it('expire: past its time a hold can no longer be captured, and the sweep gives back what it held', async () => {
     const agent = await createAgentWithBudget(t.app, limits);
     const h = await held(agent, { amount: '400', expiresIn: 60 });

@@ -274,7 +274,8 @@ export interface Release {
   /** The amount captured; null: the whole hold. */
   capture: string | null;
   status: 'captured' | 'voided';
-  /** A capture takes a hold in `held`; a void also one waiting for its approval (a denied approval voids it). */
+  /** Also a hold waiting for its approval: only the approval's denial ends one (a public void is 409). */
+  allowPending?: boolean | undefined;
   now: Date;
   audit: AuditMeta;
   /** Its event (`authorization.captured` / `authorization.voided`); null or absent: none. */
@@ -285,7 +286,8 @@ export type ReleaseRow = AuthorizationRow & { spend_id: string | null };
 
 /**
  * Captures (in part or whole) or voids a hold, in one statement: the hold leaves `held` (only a
- * hold in `held` that has not expired, and a capture no larger than it), and the budget gives back
+ * hold in `held`, or `pending_approval` with `allowPending`, that has not expired, and a capture
+ * no larger than it), and the budget gives back
  * what it reserved in each of its windows that the budget still counts, adding what was captured
  * to what is spent there (the budget row's own windows decide, as it is when locked). A capture
  * writes a ledger row in the hold's windows. Nothing happens (no row) when the hold is not
@@ -298,7 +300,7 @@ export async function release(db: Executor, v: Release): Promise<ReleaseRow | un
       UPDATE authorizations AS a SET status = ${v.status}, captured = ${captured}, updated_at = ${v.now},
         captured_at = ${v.status === 'captured' ? v.now : null}::timestamptz, released_at = ${v.now}
       WHERE a.id = ${v.id}::bigint AND a.organization_id = ${v.organizationId} AND a.agent = ${v.agent}
-        AND (a.status = 'held' OR (${v.status === 'voided'} AND a.status = 'pending_approval'))
+        AND (a.status = 'held' OR (${v.status === 'voided' && v.allowPending === true} AND a.status = 'pending_approval'))
         AND a.expires_at > ${v.now} AND ${captured} <= a.amount
       RETURNING a.*
     ), upd AS (

@@ -168,6 +168,7 @@ export function createApprovalsService({ db, clock, audit, events, cache }: Appr
             id: String(row.authorization_id),
             capture: null,
             status: 'voided',
+            allowPending: true,
             now,
             audit: auditMeta(actor, now),
             events: events?.meta(actor, now),
