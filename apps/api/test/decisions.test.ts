@@ -350,6 +350,27 @@ describe('policies', () => {
     expect((await decideOk({ agent, amount: '1' })).decision).toBe('allow');
   });
 
+  it('cap what went to a counterparty in the payment’s own asset only', async () => {
+    const usdc = 'eip155:8453/erc20:0x833589fcd6edb6e08f4c7c32d4f71b54bda02913';
+    const agent = await createAgentWithBudget(t.app, { dailyLimit: '100000', monthlyLimit: '1000000' });
+    const set = await post(t.app, `/api/budgets/${agent}/set`, { asset: usdc, ...limits });
+    expect(set.statusCode, set.body).toBe(200);
+    const shop = randomAddress();
+    await setPolicy(agent, [
+      { name: 'shop cap', action: 'deny', when: { counterpartyCap: { amount: '100', windowSeconds: 86_400 } } },
+      { name: 'rest', action: 'allow' },
+    ]);
+    // 500 of the default unit went to the shop; nothing in USDC.
+    expect((await post(t.app, `/api/budgets/${agent}/spend`, { amount: '500', counterparty: shop })).statusCode).toBe(
+      200,
+    );
+    expect((await decideOk({ agent, amount: '60', asset: usdc, counterparty: shop })).decision).toBe('allow');
+    await post(t.app, `/api/budgets/${agent}/authorizations`, { amount: '60', asset: usdc, counterparty: shop });
+    expect((await decideOk({ agent, amount: '41', asset: usdc, counterparty: shop })).policy.matchedRule).toBe(
+      'shop cap',
+    );
+  });
+
   it('can ask the anomaly model', async () => {
     const agent = await createAgentWithBudget(t.app, { dailyLimit: '10000000', monthlyLimit: '100000000' });
     for (let i = 0; i < 5; i++) await recordTx(t.app, agent, { amount: '100' });

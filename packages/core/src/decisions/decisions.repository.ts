@@ -105,20 +105,25 @@ export async function velocity(db: Executor, organizationId: string, agent: stri
   return result.rows[0]?.n ?? 0;
 }
 
-/** What the agent spent (spends and captures) and holds (open holds) to a counterparty in this organization since `since`. */
+/**
+ * What the agent spent (spends and captures) and holds (open holds) to a counterparty in this
+ * organization since `since`, in one asset: amounts of different assets are in different units.
+ */
 export async function toCounterparty(
   db: Executor,
   organizationId: string,
   agent: string,
+  asset: string,
   counterparty: string,
   since: Date,
 ): Promise<bigint> {
   const result = await sql<{ total: string }>`
     SELECT (
       COALESCE((SELECT sum(amount - refunded) FROM spends WHERE organization_id = ${organizationId} AND agent = ${agent}
-        AND counterparty = ${counterparty} AND accepted AND created_at >= ${since}), 0)
+        AND asset = ${asset} AND counterparty = ${counterparty} AND accepted AND created_at >= ${since}), 0)
       + COALESCE((SELECT sum(amount) FROM authorizations WHERE organization_id = ${organizationId} AND agent = ${agent}
-        AND counterparty = ${counterparty} AND status IN ('held', 'pending_approval') AND created_at >= ${since}), 0)
+        AND asset = ${asset} AND counterparty = ${counterparty} AND status IN ('held', 'pending_approval')
+        AND created_at >= ${since}), 0)
     )::text AS total`.execute(db);
   return BigInt(result.rows[0]?.total ?? '0');
 }

@@ -181,7 +181,7 @@ export function createDecisionsService(deps: DecisionsDeps) {
         toCounterparty: (s) =>
           counterparty === null
             ? Promise.resolve(0n)
-            : repo.toCounterparty(reader, actor.organizationId, input.agent, counterparty, since(s)),
+            : repo.toCounterparty(reader, actor.organizationId, input.agent, asset, counterparty, since(s)),
         anomalySeverity: async () =>
           (
             await anomaly.assess(
