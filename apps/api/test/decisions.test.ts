@@ -279,6 +279,22 @@ describe('policies', () => {
     expect((await get(t.app, `/api/agents/${randomAddress()}/policy`)).json().error.code).toBe('AGENT_NOT_FOUND');
   });
 
+  it('written at once for one agent each get their own version, none a 500', async () => {
+    const agent = await createAgent(t.app);
+    const writes = await Promise.all(
+      Array.from({ length: 12 }, (_, i) =>
+        t.app.inject({
+          method: 'PUT',
+          url: `/api/agents/${agent}/policy`,
+          payload: { rules: [{ name: `r${i}`, action: 'allow' }] },
+        }),
+      ),
+    );
+    expect(writes.map((w) => w.statusCode)).toEqual(Array(12).fill(200));
+    const versions = writes.map((w) => successEnvelope(policy).parse(w.json()).data.version);
+    expect(versions.sort((a, b) => a - b)).toEqual(Array.from({ length: 12 }, (_, i) => i + 1));
+  });
+
   it('are validated: unknown conditions, bad times and zones, repeated names are 400', async () => {
     const agent = await createAgent(t.app);
     for (const rules of [

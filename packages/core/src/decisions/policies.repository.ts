@@ -47,8 +47,16 @@ export function policyVersions(db: Executor, organizationId: string, agent: stri
 }
 
 /**
- * Adds the next version in one statement (the primary key refuses a concurrent writer of the same
- * version, which then retries). `rules` null records a deletion.
+ * Takes the policy's lock until the transaction ends: writers of one policy number their versions
+ * one after another. The two-key form keeps clear of the single-key locks used elsewhere.
+ */
+export async function lockPolicy(db: Executor, organizationId: string, agent: string): Promise<void> {
+  await sql`SELECT pg_advisory_xact_lock(hashtext(${organizationId}), hashtext(${agent}))`.execute(db);
+}
+
+/**
+ * Adds the next version in one statement, under the policy's lock (`lockPolicy`), so no concurrent
+ * writer takes the same number. `rules` null records a deletion.
  */
 export async function insertVersion(
   db: Executor,

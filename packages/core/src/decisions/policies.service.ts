@@ -1,4 +1,4 @@
-import { type DB, type Kysely, sqlState } from '@vouch/db';
+import type { DB, Kysely } from '@vouch/db';
 import type { Policy, PolicyInput, PolicyRule } from '@vouch/schemas';
 import { findAgent } from '../agents/agents.repository.ts';
 import type { AuditService } from '../audit/audit.service.ts';
@@ -69,36 +69,31 @@ export function createPoliciesService({ db, clock, audit, cache }: PoliciesDeps)
     if (agent !== null && !(await findAgent(db, agent))) throw new AgentNotFoundError(agent);
   }
 
-  /** Writes the next version, retrying when another writer took the same number at the same time. */
+  /** Writes the next version; concurrent writers of the same policy wait their turn for a number. */
   async function write(actor: Actor, agent: string | null, rules: PolicyRule[] | null): Promise<repo.PolicyRow> {
     const stored = agent ?? repo.DEFAULT_POLICY_AGENT;
     const now = clock();
-    for (let attempt = 0; ; attempt++) {
-      try {
-        const row = await db.transaction().execute(async (trx) => {
-          const row = await repo.insertVersion(trx, {
-            organizationId: actor.organizationId,
-            agent: stored,
-            rules,
-            actorKeyId: actor.keyId,
-            now,
-          });
-          await audit.append(
-            trx,
-            actor,
-            rules === null ? 'policy.deleted' : 'policy.set',
-            agent,
-            { version: row.version, default: agent === null, rules },
-            now,
-          );
-          return row;
-        });
-        cache?.invalidate('policies', slot(actor.organizationId, stored));
-        return row;
-      } catch (error) {
-        if (sqlState(error) !== '23505' || attempt >= 4) throw error;
-      }
-    }
+    const row = await db.transaction().execute(async (trx) => {
+      await repo.lockPolicy(trx, actor.organizationId, stored);
+      const row = await repo.insertVersion(trx, {
+        organizationId: actor.organizationId,
+        agent: stored,
+        rules,
+        actorKeyId: actor.keyId,
+        now,
+      });
+      await audit.append(
+        trx,
+        actor,
+        rules === null ? 'policy.deleted' : 'policy.set',
+        agent,
+        { version: row.version, default: agent === null, rules },
+        now,
+      );
+      return row;
+    });
+    cache?.invalidate('policies', slot(actor.organizationId, stored));
+    return row;
   }
 
   return {
