@@ -479,6 +479,38 @@ describe('holds and approvals', () => {
     expect((await get(t.app, `/api/approvals/${approvalId}`)).json().data.status).toBe('redeemed');
   });
 
+  it('redeeming a grant whose hold is reserved does not count that hold against the payment again', async () => {
+    // Each limit alone would refuse the payment if its own hold counted as another payment.
+    const cap = { name: 'cap', action: 'deny', when: { counterpartyCap: { amount: '500', windowSeconds: 86_400 } } };
+    const busy = { name: 'busy', action: 'deny', when: { velocity: { max: 1, windowSeconds: 3600 } } };
+    const cases: Array<[string, string, unknown[]]> = [
+      ['the budget', '600', []],
+      ['a counterparty cap', '300', [cap]],
+      ['velocity', '300', [busy]],
+    ];
+    const outcomes = [];
+    for (const [what, amount, rules] of cases) {
+      const agent = await createAgentWithBudget(t.app, limits);
+      const cp = randomAddress();
+      await setPolicy(agent, [
+        ...rules,
+        { name: 'big', action: 'review', when: { amountAbove: '200' } },
+        { name: 'rest', action: 'allow' },
+      ]);
+      const review = await decideOk({ agent, amount, counterparty: cp, hold: true });
+      expect(review.decision, what).toBe('review');
+      expect((await post(t.app, `/api/approvals/${review.approvalId}/approve`, {})).statusCode).toBe(200);
+      const redeemed = await decideOk({ agent, amount, counterparty: cp, approvalId: review.approvalId });
+      const sameHold = redeemed.authorization?.authorizationId === review.authorization?.authorizationId;
+      outcomes.push([what, redeemed.decision, codes(redeemed), sameHold]);
+      // Still one payment held: nothing more may be held beside it than the rest of the day.
+      expect((await get(t.app, `/api/budgets/${agent}`)).json().data.dailyHeld).toBe(amount);
+      const over = String(1000 - Number(amount) + 1);
+      expect(codes(await decideOk({ agent, amount: over })), what).toContain('DAILY_LIMIT');
+    }
+    expect(outcomes).toEqual(cases.map(([what]) => [what, 'allow', ['POLICY_REVIEW', 'APPROVAL_REDEEMED'], true]));
+  });
+
   it('a denied review releases its hold; an unanswered one expires with it', async () => {
     const agent = await createAgentWithBudget(t.app, limits);
     await setPolicy(agent, [{ name: 'all', action: 'review' }]);

@@ -94,20 +94,30 @@ export function findDecision(db: Executor, organizationId: string, id: string): 
     .executeTakeFirst();
 }
 
-/** Accepted spends and holds the agent made in this organization since `since`. */
-export async function velocity(db: Executor, organizationId: string, agent: string, since: Date): Promise<number> {
+/**
+ * Accepted spends and holds the agent made in this organization since `since`, but the hold
+ * `exceptHold` (the payment's own, reserved for the approval it redeems).
+ */
+export async function velocity(
+  db: Executor,
+  organizationId: string,
+  agent: string,
+  since: Date,
+  exceptHold: string | null = null,
+): Promise<number> {
   const result = await sql<{ n: number }>`
     SELECT
       (SELECT count(*) FROM spends WHERE organization_id = ${organizationId} AND agent = ${agent}
          AND kind = 'spend' AND accepted AND created_at >= ${since})::int
       + (SELECT count(*) FROM authorizations WHERE organization_id = ${organizationId} AND agent = ${agent}
-         AND created_at >= ${since})::int AS n`.execute(db);
+         AND created_at >= ${since} AND id IS DISTINCT FROM ${exceptHold}::bigint)::int AS n`.execute(db);
   return result.rows[0]?.n ?? 0;
 }
 
 /**
  * What the agent spent (spends and captures) and holds (open holds) to a counterparty in this
  * organization since `since`, in one asset: amounts of different assets are in different units.
+ * The hold `exceptHold` (the payment's own, reserved for the approval it redeems) is not counted.
  */
 export async function toCounterparty(
   db: Executor,
@@ -116,6 +126,7 @@ export async function toCounterparty(
   asset: string,
   counterparty: string,
   since: Date,
+  exceptHold: string | null = null,
 ): Promise<bigint> {
   const result = await sql<{ total: string }>`
     SELECT (
@@ -123,7 +134,7 @@ export async function toCounterparty(
         AND asset = ${asset} AND counterparty = ${counterparty} AND accepted AND created_at >= ${since}), 0)
       + COALESCE((SELECT sum(amount) FROM authorizations WHERE organization_id = ${organizationId} AND agent = ${agent}
         AND asset = ${asset} AND counterparty = ${counterparty} AND status IN ('held', 'pending_approval')
-        AND created_at >= ${since}), 0)
+        AND created_at >= ${since} AND id IS DISTINCT FROM ${exceptHold}::bigint), 0)
     )::text AS total`.execute(db);
   return BigInt(result.rows[0]?.total ?? '0');
 }
@@ -277,6 +288,39 @@ export function redeemApproval(
     .where(sql<boolean>`counterparty IS NOT DISTINCT FROM ${v.counterparty}`)
     .returningAll()
     .returning(approvalColumns)
+    .executeTakeFirst();
+}
+
+/**
+ * The hold reserved for a grant this payment can redeem (approved, unexpired, for exactly this
+ * agent, counterparty, amount and asset), while it is held and unexpired; nothing otherwise.
+ */
+export function grantHold(
+  db: Executor,
+  v: {
+    organizationId: string;
+    id: string;
+    agent: string;
+    amount: string;
+    asset: string;
+    counterparty: string | null;
+    now: Date;
+  },
+): Promise<{ id: string; amount: string; day_start: Date; month_start: Date } | undefined> {
+  return db
+    .selectFrom('approvals as p')
+    .innerJoin('authorizations as a', 'a.id', 'p.authorization_id')
+    .select([sql<string>`a.id::text`.as('id'), 'a.amount', 'a.day_start', 'a.month_start'])
+    .where('p.organization_id', '=', v.organizationId)
+    .where('p.id', '=', v.id)
+    .where('p.status', '=', 'approved')
+    .where('p.expires_at', '>', v.now)
+    .where('p.agent', '=', v.agent)
+    .where('p.amount', '=', v.amount)
+    .where('p.asset', '=', v.asset)
+    .where(sql<boolean>`p.counterparty IS NOT DISTINCT FROM ${v.counterparty}`)
+    .where('a.status', '=', 'held')
+    .where('a.expires_at', '>', v.now)
     .executeTakeFirst();
 }
 

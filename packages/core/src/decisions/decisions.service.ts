@@ -7,7 +7,7 @@ import type { AuditService } from '../audit/audit.service.ts';
 import type { AuthorizationsService } from '../budgets/authorizations.service.ts';
 import { toAuthorization } from '../budgets/authorizations.service.ts';
 import * as budgetsRepo from '../budgets/budgets.repository.ts';
-import type { BudgetsService } from '../budgets/budgets.service.ts';
+import type { BudgetsService, CachedBudget } from '../budgets/budgets.service.ts';
 import type { EventsService } from '../events/events.service.ts';
 import type { SanctionsService } from '../sanctions/sanctions.service.ts';
 import { confidenceOf, SCORE_MODEL_VERSION } from '../scores/scores.model.ts';
@@ -53,6 +53,20 @@ interface DecisionFacts {
 }
 
 const DAY_MS = 86_400_000;
+
+/** The budget as if `hold` were given back, in the windows it counts in (as `release` gives it back). */
+function withoutHold(budget: CachedBudget, hold: { amount: string; day_start: Date; month_start: Date }): CachedBudget {
+  const amount = BigInt(hold.amount);
+  const { state } = budget;
+  return {
+    ...budget,
+    state: {
+      ...state,
+      dailyHeld: state.dailyHeld - (state.dayStart.getTime() === hold.day_start.getTime() ? amount : 0n),
+      monthlyHeld: state.monthlyHeld - (state.monthStart.getTime() === hold.month_start.getTime() ? amount : 0n),
+    },
+  };
+}
 
 export function createDecisionsService(deps: DecisionsDeps) {
   const { db, clock, audit, events, agents, budgets, authorizations, policies, sanctions, anomaly } = deps;
@@ -152,11 +166,22 @@ export function createDecisionsService(deps: DecisionsDeps) {
       // read cache: the embedded database has one connection, which that transaction holds.
       const inTransaction = executor.isTransaction;
       const reader = inTransaction ? executor : db;
-      const [standing, cpStanding, budget, policy] = await Promise.all([
+      const [standing, cpStanding, budget, policy, ownHold] = await Promise.all([
         agents.standingOf(input.agent, inTransaction, reader),
         counterparty ? agents.standingOf(counterparty, inTransaction, reader) : Promise.resolve(null),
         budgets.budgetOf({ organizationId: actor.organizationId, agent: input.agent, asset }, inTransaction, reader),
         policies.effective(actor.organizationId, input.agent, reader),
+        input.approvalId === undefined
+          ? Promise.resolve(undefined)
+          : repo.grantHold(reader, {
+              organizationId: actor.organizationId,
+              id: input.approvalId,
+              agent: input.agent,
+              amount: input.amount,
+              asset,
+              counterparty,
+              now,
+            }),
       ]);
       const screening = await sanctions.forDecision(input.agent, standing?.owner ?? null, counterparty, reader);
       const standingOf = (s: typeof standing) =>
@@ -166,7 +191,10 @@ export function createDecisionsService(deps: DecisionsDeps) {
           confidence: confidenceOf(s.evidence, s.firstSeenAt, now).confidence,
         };
       const agentStanding = standingOf(standing);
-      const check = budgets.checkAnswer(budget, input.amount, now);
+      // A grant redeemed with its hold already reserved pays with that hold, which is this payment:
+      // the budget, velocity and the counterparty's total are judged without it, not with it twice.
+      const check = budgets.checkAnswer(budget && ownHold ? withoutHold(budget, ownHold) : budget, input.amount, now);
+      const exceptHold = ownHold?.id ?? null;
       const since = (seconds: number) => new Date(now.getTime() - seconds * 1000);
       const facts: PolicyFacts = {
         amount,
@@ -177,11 +205,11 @@ export function createDecisionsService(deps: DecisionsDeps) {
         agent: agentStanding ?? { score: 0, grade: 'D', confidence: 0 },
         counterpartyAgent: standingOf(cpStanding),
         counterpartySanctioned: screening.counterparty,
-        velocity: (s) => repo.velocity(reader, actor.organizationId, input.agent, since(s)),
+        velocity: (s) => repo.velocity(reader, actor.organizationId, input.agent, since(s), exceptHold),
         toCounterparty: (s) =>
           counterparty === null
             ? Promise.resolve(0n)
-            : repo.toCounterparty(reader, actor.organizationId, input.agent, asset, counterparty, since(s)),
+            : repo.toCounterparty(reader, actor.organizationId, input.agent, asset, counterparty, since(s), exceptHold),
         anomalySeverity: async () =>
           (
             await anomaly.assess(
