@@ -1,3 +1,4 @@
+import { sql } from '@vouch/db';
 import {
   authorization,
   authorizationResult,
@@ -9,7 +10,15 @@ import {
   successEnvelope,
   transactionList,
 } from '@vouch/schemas';
-import { createAgentWithBudget, createTestApp, get, post, recordTx, type TestContext } from '@vouch/testkit';
+import {
+  createAgentWithBudget,
+  createTestApp,
+  get,
+  post,
+  randomAddress,
+  recordTx,
+  type TestContext,
+} from '@vouch/testkit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 let t: TestContext;
@@ -136,6 +145,33 @@ describe('holds', () => {
     expect((await post(t.app, `/api/approvals/${review.approvalId}/deny`, {})).statusCode).toBe(200);
     expect((await get(t.app, url)).json().data.status).toBe('voided');
     expect(await readBudget(agent)).toMatchObject({ dailyHeld: '0' });
+  });
+
+  it('capture refuses a hold whose agent or counterparty was listed since it was made (422 SANCTIONED)', async () => {
+    const list = (address: string) =>
+      sql`INSERT INTO sanctions_entries (snapshot_id, address, lists)
+      SELECT id, ${address}, ARRAY['ETH'] FROM sanctions_snapshots WHERE is_active`.execute(t.database.db);
+    const agent = await createAgentWithBudget(t.app, limits);
+    const shop = randomAddress();
+    const mine = await held(agent, { amount: '100' });
+    const theirs = await held(agent, { amount: '50', counterparty: shop });
+    await list(shop);
+    const toShop = await post(t.app, `/api/budgets/${agent}/authorizations/${theirs.authorizationId}/capture`, {});
+    expect([toShop.statusCode, toShop.json().error]).toEqual([
+      422,
+      expect.objectContaining({ code: 'BUDGET_EXCEEDED', details: expect.objectContaining({ reason: 'SANCTIONED' }) }),
+    ]);
+    await list(agent);
+    const own = await post(t.app, `/api/budgets/${agent}/authorizations/${mine.authorizationId}/capture`, {});
+    expect([own.statusCode, own.json().error?.details?.reason]).toEqual([422, 'SANCTIONED']);
+    // Nothing was spent; the holds stay until voided or expired.
+    expect(await readBudget(agent)).toMatchObject({ dailySpent: '0', dailyHeld: '150' });
+    expect((await get(t.app, `/api/budgets/${agent}/authorizations/${mine.authorizationId}`)).json().data.status).toBe(
+      'held',
+    );
+    expect(
+      (await post(t.app, `/api/budgets/${agent}/authorizations/${mine.authorizationId}/void`, {})).statusCode,
+    ).toBe(200);
   });
 
   it('expire: past its time a hold can no longer be captured, and the sweep gives back what it held', async () => {

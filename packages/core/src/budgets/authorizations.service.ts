@@ -60,6 +60,7 @@ export function createAuthorizationsService({ db, clock, budgets, events }: Auth
     address: string,
     id: string,
     capture: string | null,
+    kind: 'capture' | 'void',
   ): Promise<never> {
     const row = await repo.findAuthorization(executor, actor.organizationId, address, id);
     if (!row) throw new AuthorizationNotFoundError(id);
@@ -73,6 +74,14 @@ export function createAuthorizationsService({ db, clock, budgets, events }: Auth
     if (row.status === 'held' && capture !== null && BigInt(capture) > BigInt(row.amount)) {
       throw new DomainError('CAPTURE_EXCEEDS_HOLD', `a capture of ${capture} exceeds the ${row.amount} held`, {
         held: row.amount,
+      });
+    }
+    // Held, unexpired and large enough: only the sanctions screen refuses such a capture.
+    if (row.status === 'held' && kind === 'capture') {
+      throw new BudgetExceededError({
+        amount: capture ?? row.amount,
+        authorizationId: String(row.id),
+        reason: 'SANCTIONED',
       });
     }
     throw new DomainError(
@@ -166,7 +175,7 @@ export function createAuthorizationsService({ db, clock, budgets, events }: Auth
         audit: auditMeta(actor, now),
         events: events?.meta(actor, now),
       });
-      if (!row) return refusal(executor, actor, address, id, input.amount ?? null);
+      if (!row) return refusal(executor, actor, address, id, input.amount ?? null, 'capture');
       afterCommit(changed(address));
       return { authorization: toAuthorization(row), spendId: row.spend_id as string };
     },
@@ -190,7 +199,7 @@ export function createAuthorizationsService({ db, clock, budgets, events }: Auth
         audit: auditMeta(actor, now),
         events: events?.meta(actor, now),
       });
-      if (!row) return refusal(executor, actor, address, id, null);
+      if (!row) return refusal(executor, actor, address, id, null, 'void');
       afterCommit(changed(address));
       return toAuthorization(row);
     },

@@ -291,7 +291,8 @@ export type ReleaseRow = AuthorizationRow & { spend_id: string | null };
  * what it reserved in each of its windows that the budget still counts, adding what was captured
  * to what is spent there (the budget row's own windows decide, as it is when locked). A capture
  * writes a ledger row in the hold's windows. Nothing happens (no row) when the hold is not
- * `held` or the capture is larger than the hold: a hold is released at most once.
+ * `held`, the capture is larger than the hold, or a capture's agent, owner or counterparty is on
+ * the active sanctions list: a hold is released at most once.
  */
 export async function release(db: Executor, v: Release): Promise<ReleaseRow | undefined> {
   const captured = v.status === 'captured' ? (v.capture === null ? sql`a.amount` : sql`${v.capture}::numeric`) : sql`0`;
@@ -302,6 +303,11 @@ export async function release(db: Executor, v: Release): Promise<ReleaseRow | un
       WHERE a.id = ${v.id}::bigint AND a.organization_id = ${v.organizationId} AND a.agent = ${v.agent}
         AND (a.status = 'held' OR (${v.status === 'voided' && v.allowPending === true} AND a.status = 'pending_approval'))
         AND a.expires_at > ${v.now} AND ${captured} <= a.amount
+        -- Money moves at the capture: a listing since the hold (the agent, its owner or the hold's
+        -- counterparty) refuses it, as it refuses a spend.
+        AND NOT (${v.status === 'captured'} AND (${agentOrOwnerSanctioned(v.agent)} OR EXISTS (
+          SELECT 1 FROM sanctions_snapshots ss JOIN sanctions_entries se ON se.snapshot_id = ss.id
+          WHERE ss.is_active AND se.address = a.counterparty)))
       RETURNING a.*
     ), upd AS (
       UPDATE budgets AS b SET
