@@ -287,9 +287,9 @@ export type ReleaseRow = AuthorizationRow & { spend_id: string | null };
 /**
  * Captures (in part or whole) or voids a hold, in one statement: the hold leaves `held` (only a
  * hold in `held`, or `pending_approval` with `allowPending`, that has not expired, and a capture
- * no larger than it), and the budget gives back
- * what it reserved in each of its windows that the budget still counts, adding what was captured
- * to what is spent there (the budget row's own windows decide, as it is when locked). A capture
+ * no larger than it), and the budget gives back what it reserved in each of its windows that the
+ * budget still counts, adding what was captured to what is spent there (the budget row's own
+ * windows decide, as it is when locked). A capture
  * writes a ledger row in the hold's windows. Nothing happens (no row) when the hold is not
  * `held`, the capture is larger than the hold, or a capture's agent, owner or counterparty is on
  * the active sanctions list: a hold is released at most once.
