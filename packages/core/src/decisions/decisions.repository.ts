@@ -259,33 +259,35 @@ export async function approveHold(db: Executor, authorizationId: string, expires
   return result.numUpdatedRows === 1n;
 }
 
+/** A payment as a grant is asked for it: the approval's id and exactly what it is to pay. */
+export interface GrantRequest {
+  organizationId: string;
+  id: string;
+  agent: string;
+  amount: string;
+  asset: string;
+  counterparty: string | null;
+  now: Date;
+}
+
+/** SQL condition on the approvals aliased `alias`: `g.id` is approved, unexpired and for exactly this payment. */
+function grants(alias: string, g: GrantRequest) {
+  const column = (name: string) => sql.ref(`${alias}.${name}`);
+  return sql<boolean>`${column('organization_id')} = ${g.organizationId} AND ${column('id')} = ${g.id}::bigint
+    AND ${column('status')} = 'approved' AND ${column('expires_at')} > ${g.now}
+    AND ${column('agent')} = ${g.agent} AND ${column('amount')} = ${g.amount}::numeric AND ${column('asset')} = ${g.asset}
+    AND ${column('counterparty')} IS NOT DISTINCT FROM ${g.counterparty}`;
+}
+
 /**
  * Redeems an approved grant, once, for exactly what it was granted for: agent, counterparty,
  * amount and asset. Nothing when it is not approved, has expired, or is for something else.
  */
-export function redeemApproval(
-  db: Executor,
-  v: {
-    organizationId: string;
-    id: string;
-    agent: string;
-    amount: string;
-    asset: string;
-    counterparty: string | null;
-    now: Date;
-  },
-): Promise<ApprovalRow | undefined> {
+export function redeemApproval(db: Executor, g: GrantRequest): Promise<ApprovalRow | undefined> {
   return db
     .updateTable('approvals')
-    .set({ status: 'redeemed', redeemed_at: v.now })
-    .where('organization_id', '=', v.organizationId)
-    .where('id', '=', v.id)
-    .where('status', '=', 'approved')
-    .where('expires_at', '>', v.now)
-    .where('agent', '=', v.agent)
-    .where('amount', '=', v.amount)
-    .where('asset', '=', v.asset)
-    .where(sql<boolean>`counterparty IS NOT DISTINCT FROM ${v.counterparty}`)
+    .set({ status: 'redeemed', redeemed_at: g.now })
+    .where(grants('approvals', g))
     .returningAll()
     .returning(approvalColumns)
     .executeTakeFirst();
@@ -297,30 +299,15 @@ export function redeemApproval(
  */
 export function grantHold(
   db: Executor,
-  v: {
-    organizationId: string;
-    id: string;
-    agent: string;
-    amount: string;
-    asset: string;
-    counterparty: string | null;
-    now: Date;
-  },
+  g: GrantRequest,
 ): Promise<{ id: string; amount: string; day_start: Date; month_start: Date } | undefined> {
   return db
     .selectFrom('approvals as p')
     .innerJoin('authorizations as a', 'a.id', 'p.authorization_id')
     .select([sql<string>`a.id::text`.as('id'), 'a.amount', 'a.day_start', 'a.month_start'])
-    .where('p.organization_id', '=', v.organizationId)
-    .where('p.id', '=', v.id)
-    .where('p.status', '=', 'approved')
-    .where('p.expires_at', '>', v.now)
-    .where('p.agent', '=', v.agent)
-    .where('p.amount', '=', v.amount)
-    .where('p.asset', '=', v.asset)
-    .where(sql<boolean>`p.counterparty IS NOT DISTINCT FROM ${v.counterparty}`)
+    .where(grants('p', g))
     .where('a.status', '=', 'held')
-    .where('a.expires_at', '>', v.now)
+    .where('a.expires_at', '>', g.now)
     .executeTakeFirst();
 }
 

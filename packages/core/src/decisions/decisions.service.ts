@@ -166,14 +166,10 @@ export function createDecisionsService(deps: DecisionsDeps) {
       // read cache: the embedded database has one connection, which that transaction holds.
       const inTransaction = executor.isTransaction;
       const reader = inTransaction ? executor : db;
-      const [standing, cpStanding, budget, policy, ownHold] = await Promise.all([
-        agents.standingOf(input.agent, inTransaction, reader),
-        counterparty ? agents.standingOf(counterparty, inTransaction, reader) : Promise.resolve(null),
-        budgets.budgetOf({ organizationId: actor.organizationId, agent: input.agent, asset }, inTransaction, reader),
-        policies.effective(actor.organizationId, input.agent, reader),
+      const grant: repo.GrantRequest | null =
         input.approvalId === undefined
-          ? Promise.resolve(undefined)
-          : repo.grantHold(reader, {
+          ? null
+          : {
               organizationId: actor.organizationId,
               id: input.approvalId,
               agent: input.agent,
@@ -181,7 +177,13 @@ export function createDecisionsService(deps: DecisionsDeps) {
               asset,
               counterparty,
               now,
-            }),
+            };
+      const [standing, cpStanding, budget, policy, ownHold] = await Promise.all([
+        agents.standingOf(input.agent, inTransaction, reader),
+        counterparty ? agents.standingOf(counterparty, inTransaction, reader) : Promise.resolve(null),
+        budgets.budgetOf({ organizationId: actor.organizationId, agent: input.agent, asset }, inTransaction, reader),
+        policies.effective(actor.organizationId, input.agent, reader),
+        grant === null ? Promise.resolve(undefined) : repo.grantHold(reader, grant),
       ]);
       const screening = await sanctions.forDecision(input.agent, standing?.owner ?? null, counterparty, reader);
       const standingOf = (s: typeof standing) =>
@@ -263,28 +265,20 @@ export function createDecisionsService(deps: DecisionsDeps) {
         // True only once redeemApproval took the grant: nothing else may claim or record a redemption.
         let redeemed = false;
         // An approval answers a review; it is spent only when nothing else refuses the payment.
-        if (input.approvalId !== undefined) {
-          const prospective = decide({ ...evidence, approval: { redeemed: true, id: input.approvalId } });
+        if (grant !== null) {
+          const prospective = decide({ ...evidence, approval: { redeemed: true, id: grant.id } });
           if (prospective.decision === 'allow') {
-            const grant = await repo.redeemApproval(trx, {
-              organizationId: actor.organizationId,
-              id: input.approvalId,
-              agent: input.agent,
-              amount: input.amount,
-              asset,
-              counterparty,
-              now,
-            });
-            if (grant) {
+            const taken = await repo.redeemApproval(trx, grant);
+            if (taken) {
               verdict = prospective;
-              approvalHold = grant.authorization_id;
+              approvalHold = taken.authorization_id;
               redeemed = true;
             } else {
               verdict = decide({
                 ...evidence,
                 approval: {
                   redeemed: false,
-                  problem: await approvalProblem(trx, actor, input.approvalId, input, asset, now),
+                  problem: await approvalProblem(trx, actor, grant.id, input, asset, now),
                 },
               });
             }
@@ -316,8 +310,8 @@ export function createDecisionsService(deps: DecisionsDeps) {
             // Listed since the screening: what is stored says so too.
             if (refusal === 'SANCTIONED') stored.sanctions.agent = 'listed';
             // A grant redeemed for this payment is not spent on a refusal.
-            if (redeemed && input.approvalId !== undefined) {
-              await repo.unredeemApproval(trx, actor.organizationId, input.approvalId);
+            if (redeemed && grant !== null) {
+              await repo.unredeemApproval(trx, actor.organizationId, grant.id);
               redeemed = false;
             }
             return null;
@@ -335,16 +329,9 @@ export function createDecisionsService(deps: DecisionsDeps) {
           { ...record, decision: verdict.decision, reasons: verdict.reasons, authorizationId: holdId },
         ]);
         if (holdId !== null && approvalHold === null) await repo.linkAuthorizationToDecision(trx, holdId, decisionId);
-        if (redeemed && input.approvalId !== undefined) {
-          await repo.setRedeemedDecision(trx, actor.organizationId, input.approvalId, decisionId);
-          await audit.append(
-            trx,
-            actor,
-            'approval.redeemed',
-            input.agent,
-            { approvalId: input.approvalId, decisionId },
-            now,
-          );
+        if (redeemed && grant !== null) {
+          await repo.setRedeemedDecision(trx, actor.organizationId, grant.id, decisionId);
+          await audit.append(trx, actor, 'approval.redeemed', input.agent, { approvalId: grant.id, decisionId }, now);
         }
         let approvalId: string | null = null;
         if (verdict.decision === 'review') {
