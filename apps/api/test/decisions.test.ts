@@ -537,6 +537,7 @@ describe('holds and approvals', () => {
       t.clock.advance(-(86_400_000 + 1000));
     }
   });
+
   it('an agent listed between the screening and the hold is denied: SANCTIONED, nothing held', async () => {
     const agent = await createAgentWithBudget(t.app, limits);
     // The list changes (an import) after this decision screened the agent, before its hold's statement.
@@ -623,6 +624,7 @@ describe('approvals with keys', () => {
       await app.close();
     }
   });
+
   it('a decision of another organization naming an approval neither redeems nor touches it', async () => {
     const ADMIN = 'decisions-admin-secret-0123456789';
     const app = await createTestApp({ edge: { auth: { mode: 'on', adminKey: ADMIN } } });

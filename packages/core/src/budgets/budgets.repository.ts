@@ -9,6 +9,7 @@ import {
 } from '@vouch/db';
 import { type AuditMeta, auditCtes } from '../audit/audit.repository.ts';
 import { type EventMeta, eventCtes } from '../events/events.repository.ts';
+import { sanctionedSql } from '../sanctions/sanctions.repository.ts';
 
 type Executor = Kysely<DB>;
 
@@ -289,8 +290,8 @@ export type ReleaseRow = AuthorizationRow & { spend_id: string | null };
  * hold in `held`, or `pending_approval` with `allowPending`, that has not expired, and a capture
  * no larger than it), and the budget gives back what it reserved in each of its windows that the
  * budget still counts, adding what was captured to what is spent there (the budget row's own
- * windows decide, as it is when locked). A capture
- * writes a ledger row in the hold's windows. Nothing happens (no row) when the hold is not
+ * windows decide, as it is when locked). A capture writes a ledger row in the hold's windows.
+ * Nothing happens (no row) when the hold is not
  * `held`, the capture is larger than the hold, or a capture's agent, owner or counterparty is on
  * the active sanctions list: a hold is released at most once.
  */
@@ -305,9 +306,7 @@ export async function release(db: Executor, v: Release): Promise<ReleaseRow | un
         AND a.expires_at > ${v.now} AND ${captured} <= a.amount
         -- Money moves at the capture: a listing since the hold (the agent, its owner or the hold's
         -- counterparty) refuses it, as it refuses a spend.
-        AND NOT (${v.status === 'captured'} AND (${agentOrOwnerSanctioned(v.agent)} OR EXISTS (
-          SELECT 1 FROM sanctions_snapshots ss JOIN sanctions_entries se ON se.snapshot_id = ss.id
-          WHERE ss.is_active AND se.address = a.counterparty)))
+        AND NOT (${v.status === 'captured'} AND (${agentOrOwnerSanctioned(v.agent)} OR ${sanctionedSql('a.counterparty')}))
       RETURNING a.*
     ), upd AS (
       UPDATE budgets AS b SET

@@ -6,6 +6,7 @@ import type { AnomalyService } from '../anomaly/anomaly.service.ts';
 import type { AuditService } from '../audit/audit.service.ts';
 import type { AuthorizationsService } from '../budgets/authorizations.service.ts';
 import { toAuthorization } from '../budgets/authorizations.service.ts';
+import { releaseHold } from '../budgets/budgets.model.ts';
 import * as budgetsRepo from '../budgets/budgets.repository.ts';
 import type { BudgetsService, CachedBudget } from '../budgets/budgets.service.ts';
 import type { EventsService } from '../events/events.service.ts';
@@ -54,18 +55,10 @@ interface DecisionFacts {
 
 const DAY_MS = 86_400_000;
 
-/** The budget as if `hold` were given back, in the windows it counts in (as `release` gives it back). */
+/** The budget as if `hold` were given back, nothing of it spent (as a void gives it back). */
 function withoutHold(budget: CachedBudget, hold: { amount: string; day_start: Date; month_start: Date }): CachedBudget {
-  const amount = BigInt(hold.amount);
-  const { state } = budget;
-  return {
-    ...budget,
-    state: {
-      ...state,
-      dailyHeld: state.dailyHeld - (state.dayStart.getTime() === hold.day_start.getTime() ? amount : 0n),
-      monthlyHeld: state.monthlyHeld - (state.monthStart.getTime() === hold.month_start.getTime() ? amount : 0n),
-    },
-  };
+  const released = { amount: BigInt(hold.amount), dayStart: hold.day_start, monthStart: hold.month_start };
+  return { ...budget, state: releaseHold(budget.state, released, 0n) };
 }
 
 export function createDecisionsService(deps: DecisionsDeps) {
