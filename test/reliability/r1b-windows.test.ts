@@ -113,7 +113,7 @@ describe('R1b — exact windows under random uint256 amounts and rolling days an
 
         // Ledger ids follow the order in which spends took the budget's row lock: replay them.
         let state: BudgetState = {
-          sanctioned: false,
+          screening: null,
           dailyLimit: limits.daily,
           monthlyLimit: limits.monthly,
           perTxLimit: limits.perTx,

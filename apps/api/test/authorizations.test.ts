@@ -1,4 +1,3 @@
-import { sql } from '@vouch/db';
 import {
   authorization,
   authorizationResult,
@@ -14,10 +13,12 @@ import {
   createAgentWithBudget,
   createTestApp,
   get,
+  listOnActiveSnapshot,
   post,
   randomAddress,
   recordTx,
   type TestContext,
+  withoutSanctionsList,
 } from '@vouch/testkit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
@@ -147,10 +148,8 @@ describe('holds', () => {
     expect(await readBudget(agent)).toMatchObject({ dailyHeld: '0' });
   });
 
-  it('capture refuses a hold whose agent or counterparty was listed since it was made (422 SANCTIONED)', async () => {
-    const list = (address: string) =>
-      sql`INSERT INTO sanctions_entries (snapshot_id, address, lists)
-      SELECT id, ${address}, ARRAY['ETH'] FROM sanctions_snapshots WHERE is_active`.execute(t.database.db);
+  it('capture refuses a hold whose counterparty or agent was listed since it was made (422), or with no list', async () => {
+    const list = (address: string) => listOnActiveSnapshot(t.database.db, address);
     const agent = await createAgentWithBudget(t.app, limits);
     const shop = randomAddress();
     const mine = await held(agent, { amount: '100' });
@@ -159,7 +158,18 @@ describe('holds', () => {
     const toShop = await post(t.app, `/api/budgets/${agent}/authorizations/${theirs.authorizationId}/capture`, {});
     expect([toShop.statusCode, toShop.json().error]).toEqual([
       422,
-      expect.objectContaining({ code: 'BUDGET_EXCEEDED', details: expect.objectContaining({ reason: 'SANCTIONED' }) }),
+      expect.objectContaining({
+        code: 'BUDGET_EXCEEDED',
+        details: expect.objectContaining({ reason: 'COUNTERPARTY_SANCTIONED' }),
+      }),
+    ]);
+    // No active list: nobody can be screened, so no capture passes.
+    const unscreened = await withoutSanctionsList(t.database.db, () =>
+      post(t.app, `/api/budgets/${agent}/authorizations/${mine.authorizationId}/capture`, {}),
+    );
+    expect([unscreened.statusCode, unscreened.json().error?.details?.reason]).toEqual([
+      422,
+      'SANCTIONS_LIST_UNAVAILABLE',
     ]);
     await list(agent);
     const own = await post(t.app, `/api/budgets/${agent}/authorizations/${mine.authorizationId}/capture`, {});

@@ -7,11 +7,14 @@ import {
   createKey,
   createOrganizationKey,
   createTestApp,
+  deactivateSanctionsList,
   get,
+  listOnActiveSnapshot,
   post,
   randomAddress,
   recordTx,
   type TestContext,
+  withoutSanctionsList,
 } from '@vouch/testkit';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 
@@ -172,15 +175,11 @@ describe('a decision', () => {
 
   it('fails closed without an active sanctions list: nobody passes', async () => {
     const agent = await createAgentWithBudget(t.app, limits);
-    await sql`UPDATE sanctions_snapshots SET is_active = false WHERE is_active`.execute(t.database.db);
-    try {
+    await withoutSanctionsList(t.database.db, async () => {
       const d = await decideOk({ agent, amount: '10', counterparty: randomAddress() });
       expect([d.decision, codes(d)]).toEqual(['deny', ['SANCTIONS_LIST_UNAVAILABLE', 'NO_POLICY']]);
       expect(d.sanctions).toEqual({ agent: 'unavailable', counterparty: 'unavailable', list: null });
-    } finally {
-      await sql`UPDATE sanctions_snapshots SET is_active = true
-        WHERE id = (SELECT max(id) FROM sanctions_snapshots)`.execute(t.database.db);
-    }
+    });
   });
 
   it('is idempotent on its key: a retry gets the stored decision, not a second one or a second hold', async () => {
@@ -538,18 +537,24 @@ describe('holds and approvals', () => {
     }
   });
 
-  it('an agent listed between the screening and the hold is denied: SANCTIONED, nothing held', async () => {
-    const agent = await createAgentWithBudget(t.app, limits);
-    // The list changes (an import) after this decision screened the agent, before its hold's statement.
+  /** Decides with a hold while `change` alters the list after the screening, before the hold's statement. */
+  async function decideAcrossListChange(agent: string, counterparty: string, change: () => Promise<unknown>) {
     const forDecision = t.services.sanctions.forDecision;
     vi.spyOn(t.services.sanctions, 'forDecision').mockImplementationOnce(async (...args) => {
       const screened = await forDecision(...args);
-      await sql`INSERT INTO sanctions_entries (snapshot_id, address, lists)
-        SELECT id, ${agent}, ARRAY['ETH'] FROM sanctions_snapshots WHERE is_active`.execute(t.database.db);
+      await change();
       return screened;
     });
-    const d = await decideOk({ agent, amount: '100', hold: true });
-    vi.restoreAllMocks();
+    try {
+      return await decideOk({ agent, amount: '100', counterparty, hold: true });
+    } finally {
+      vi.restoreAllMocks();
+    }
+  }
+
+  it('an agent listed between the screening and the hold is denied: SANCTIONED, nothing held', async () => {
+    const agent = await createAgentWithBudget(t.app, limits);
+    const d = await decideAcrossListChange(agent, randomAddress(), () => listOnActiveSnapshot(t.database.db, agent));
     expect([d.decision, codes(d), d.authorization, d.sanctions.agent]).toEqual([
       'deny',
       ['SANCTIONED', 'NO_POLICY'],
@@ -562,6 +567,31 @@ describe('holds and approvals', () => {
     });
     const budget = (await get(t.app, `/api/budgets/${agent}`)).json().data;
     expect(budget.dailyHeld).toBe('0');
+  });
+
+  it('a counterparty listed, or the list gone, between the screening and the hold is denied, nothing held', async () => {
+    const agent = await createAgentWithBudget(t.app, limits);
+    const shop = randomAddress();
+    const listed = await decideAcrossListChange(agent, shop, () => listOnActiveSnapshot(t.database.db, shop));
+    expect([listed.decision, codes(listed), listed.authorization, listed.sanctions]).toEqual([
+      'deny',
+      ['COUNTERPARTY_SANCTIONED', 'NO_POLICY'],
+      null,
+      expect.objectContaining({ agent: 'clear', counterparty: 'listed' }),
+    ]);
+    // The list is gone from the hold's statement on: nobody can be screened, so nothing is held.
+    let restore = async () => {};
+    const unscreened = await decideAcrossListChange(agent, randomAddress(), async () => {
+      restore = await deactivateSanctionsList(t.database.db);
+    }).finally(() => restore());
+    expect([unscreened.decision, codes(unscreened), unscreened.authorization, unscreened.sanctions]).toEqual([
+      'deny',
+      ['SANCTIONS_LIST_UNAVAILABLE', 'NO_POLICY'],
+      null,
+      { agent: 'unavailable', counterparty: 'unavailable', list: null },
+    ]);
+    expect((await get(t.app, `/api/decisions/${unscreened.decisionId}`)).json().data.sanctions.list).toBeNull();
+    expect((await get(t.app, `/api/budgets/${agent}`)).json().data.dailyHeld).toBe('0');
   });
 
   it('a decision denied for another reason leaves the grant it names untouched, and usable', async () => {

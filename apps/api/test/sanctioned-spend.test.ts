@@ -1,6 +1,15 @@
 import { readFile } from 'node:fs/promises';
 import { budgetCheck, failureEnvelope, successEnvelope } from '@vouch/schemas';
-import { createAgent, createAgentWithBudget, createTestApp, post, spendLedger, type TestContext } from '@vouch/testkit';
+import {
+  createAgent,
+  createAgentWithBudget,
+  createTestApp,
+  post,
+  randomAddress,
+  spendLedger,
+  type TestContext,
+  withoutSanctionsList,
+} from '@vouch/testkit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 // On the bundled OFAC list (the ETH list).
@@ -15,16 +24,25 @@ afterAll(() => t.close());
 
 const ledger = (agent: string) => spendLedger(t.database.db, agent);
 
-async function expectRefused(agent: string) {
+const checkReason = async (agent: string) => {
   const check = successEnvelope(budgetCheck).parse(
     (await post(t.app, `/api/budgets/${agent}/check`, { amount: '1' })).json(),
   ).data;
-  expect([check.allowed, check.reason]).toEqual([false, 'SANCTIONED']);
-  const spend = await post(t.app, `/api/budgets/${agent}/spend`, { amount: '1' });
-  expect(spend.statusCode).toBe(422);
-  const body = failureEnvelope.parse(spend.json());
-  expect(body.error.code).toBe('BUDGET_EXCEEDED');
-  expect((body.error.details as { reason: string }).reason).toBe('SANCTIONED');
+  return check.allowed ? null : check.reason;
+};
+
+/** The 422 BUDGET_EXCEEDED reason of a spend (`/spend`) or a hold (`/authorizations`); null when it passed. */
+async function refusal(agent: string, path: 'spend' | 'authorizations', body: Record<string, unknown> = {}) {
+  const response = await post(t.app, `/api/budgets/${agent}/${path}`, { amount: '1', ...body });
+  if (response.statusCode < 300) return null;
+  const failure = failureEnvelope.parse(response.json());
+  expect([response.statusCode, failure.error.code]).toEqual([422, 'BUDGET_EXCEEDED']);
+  return (failure.error.details as { reason: string }).reason;
+}
+
+async function expectRefused(agent: string, reason = 'SANCTIONED') {
+  expect(await checkReason(agent)).toBe(reason);
+  expect(await refusal(agent, 'spend')).toBe(reason);
 }
 
 // A listed address may be registered and given a budget (screening a stranger is the point),
@@ -68,5 +86,39 @@ describe('spends and checks of a sanctioned agent', () => {
       .poll(async () => (await post(t.app, `/api/budgets/${agent}/check`, { amount: '1' })).json().data.reason)
       .toBe('SANCTIONED');
     await expectRefused(agent);
+  });
+
+  it('a spend or hold naming a listed counterparty is refused with COUNTERPARTY_SANCTIONED, in the ledger', async () => {
+    const agent = await createAgentWithBudget(t.app, limits);
+    // The check names no counterparty: the agent itself passes.
+    expect(await checkReason(agent)).toBeNull();
+    expect(await refusal(agent, 'spend', { counterparty: LISTED })).toBe('COUNTERPARTY_SANCTIONED');
+    expect(await refusal(agent, 'authorizations', { counterparty: LISTED })).toBe('COUNTERPARTY_SANCTIONED');
+    expect(await refusal(agent, 'spend', { counterparty: randomAddress() })).toBeNull();
+    expect(await ledger(agent)).toEqual([
+      { amount: '1', accepted: false, reason: 'COUNTERPARTY_SANCTIONED' },
+      { amount: '1', accepted: false, reason: 'COUNTERPARTY_SANCTIONED' },
+      { amount: '1', accepted: true, reason: null },
+    ]);
+    const budget = (await t.app.inject({ method: 'GET', url: `/api/budgets/${agent}` })).json().data;
+    expect([budget.dailySpent, budget.dailyHeld]).toEqual(['1', '0']);
+  });
+
+  it('fail closed while no sanctions list is active: checks, spends and holds refuse, and pass again after', async () => {
+    const agent = await createAgentWithBudget(t.app, limits);
+    // Cached as allowed first: deactivating the list drops it on every replica through the notification.
+    expect(await checkReason(agent)).toBeNull();
+    await withoutSanctionsList(t.database.db, async () => {
+      await expect.poll(() => checkReason(agent)).toBe('SANCTIONS_LIST_UNAVAILABLE');
+      await expectRefused(agent, 'SANCTIONS_LIST_UNAVAILABLE');
+      expect(await refusal(agent, 'authorizations')).toBe('SANCTIONS_LIST_UNAVAILABLE');
+    });
+    await expect.poll(() => checkReason(agent)).toBeNull();
+    expect(await refusal(agent, 'spend')).toBeNull();
+    expect(await ledger(agent)).toEqual([
+      { amount: '1', accepted: false, reason: 'SANCTIONS_LIST_UNAVAILABLE' },
+      { amount: '1', accepted: false, reason: 'SANCTIONS_LIST_UNAVAILABLE' },
+      { amount: '1', accepted: true, reason: null },
+    ]);
   });
 });

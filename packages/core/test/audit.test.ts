@@ -11,7 +11,8 @@ beforeAll(async () => {
   // chain: on a loaded machine the last wait longer for a connection than the product's 1 s
   // (which answers 503), and what is tested here is the chain, not that wait.
   database = await createTestDatabase({ connectionTimeoutMs: 30_000 });
-  ({ services } = await createTestRuntime(database, { loadSanctions: false }));
+  // With the bundled sanctions list, as every API start loads it: without one, every spend is refused.
+  ({ services } = await createTestRuntime(database));
 });
 afterAll(() => database?.close());
 

@@ -84,7 +84,8 @@ const actor = systemActor();
 
 beforeAll(async () => {
   database = await createTestDatabase();
-  ({ services } = await createTestRuntime(database, { clock: () => clock.now, loadSanctions: false }));
+  // With the bundled sanctions list, as every API start loads it: without one, every spend is refused.
+  ({ services } = await createTestRuntime(database, { clock: () => clock.now }));
 });
 afterAll(() => database?.close());
 
@@ -141,7 +142,7 @@ describe('the budget rule: SQL and model agree', () => {
         });
         const windows = windowsAt(clock.now);
         let model: BudgetState = {
-          sanctioned: false,
+          screening: null,
           dailyLimit: first.daily,
           monthlyLimit: first.monthly,
           perTxLimit: first.perTx ?? first.daily,

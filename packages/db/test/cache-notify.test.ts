@@ -37,3 +37,36 @@ describe('migration 20261122000000-cache-notify-statements', () => {
     expect(await triggers()).toEqual(statementTriggers);
   });
 });
+
+describe('migration 20261206000000-sanctions-notify-cache', () => {
+  const sanctionsTriggers = async () =>
+    (
+      await sql<{ name: string }>`SELECT tgname AS name FROM pg_trigger
+        WHERE NOT tgisinternal AND tgrelid = 'sanctions_snapshots'::regclass`.execute(database.db)
+    ).rows.map((r) => r.name);
+
+  it('has any change of which list is active drop cached budgets and lists; its down step removes that', async () => {
+    const heard: string[] = [];
+    let ready: () => void = () => {};
+    const listening = new Promise<void>((resolve) => {
+      ready = resolve;
+    });
+    const listener = await database.listen('vouch_cache', {
+      onNotify: (payload) => heard.push(payload),
+      onReady: () => ready(),
+    });
+    try {
+      await listening;
+      await sql`UPDATE sanctions_snapshots SET is_active = is_active`.execute(database.db);
+      await expect.poll(() => [...heard].sort()).toEqual(['budgets:*', 'sanctions:*']);
+
+      const migrator = new Migrator({ db: database.db, provider: { getMigrations: async () => migrations } });
+      expect((await migrator.migrateTo('20261205000000-events-horizon-stable')).error).toBeUndefined();
+      expect(await sanctionsTriggers()).toEqual([]);
+      expect((await migrator.migrateToLatest()).error).toBeUndefined();
+      expect(await sanctionsTriggers()).toEqual(['sanctions_snapshots_notify_cache']);
+    } finally {
+      await listener.close();
+    }
+  });
+});

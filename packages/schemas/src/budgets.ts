@@ -65,8 +65,21 @@ export const budget = z
 export type Budget = z.infer<typeof budget>;
 
 export const refusalReason = z
-  .enum(['SANCTIONED', 'PER_TX_LIMIT', 'DAILY_LIMIT', 'MONTHLY_LIMIT', 'NO_BUDGET'])
-  .meta({ description: 'SANCTIONED: the agent or its owner is on the active sanctions list; checked first' });
+  .enum([
+    'SANCTIONS_LIST_UNAVAILABLE',
+    'SANCTIONED',
+    'COUNTERPARTY_SANCTIONED',
+    'PER_TX_LIMIT',
+    'DAILY_LIMIT',
+    'MONTHLY_LIMIT',
+    'NO_BUDGET',
+  ])
+  .meta({
+    description:
+      'The first that holds, in this order. SANCTIONS_LIST_UNAVAILABLE: no sanctions list is active, so nobody ' +
+      'can be screened; SANCTIONED: the agent or its owner is on the active list; COUNTERPARTY_SANCTIONED: the ' +
+      'counterparty named by a spend, hold or capture is; then the limits',
+  });
 export type RefusalReason = z.infer<typeof refusalReason>;
 
 export const budgetCheck = z

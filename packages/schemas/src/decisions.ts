@@ -197,7 +197,14 @@ export const decision = z
     }),
     modelVersion: z.string(),
     authorization: authorization.nullable(),
-    approvalId: z.string().nullable(),
+    approvalId: z
+      .string()
+      .nullable()
+      .meta({
+        description:
+          'The approval a review asks for, or the one this decision redeemed; else null (when only an approvalId ' +
+          'that cannot be redeemed stood in the way, the APPROVAL_INVALID reason says why)',
+      }),
     createdAt: unixSeconds,
   })
   .meta({ id: 'Decision' });

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { refusalReason } from './budgets.ts';
 import { organizationId } from './organizations.ts';
 import { address, amount, gradeValue, queryUnixSeconds, scoreValue, unixSeconds } from './primitives.ts';
 
@@ -9,7 +10,8 @@ import { address, amount, gradeValue, queryUnixSeconds, scoreValue, unixSeconds 
  * accept more (loose objects).
  */
 
-const refusal = z.enum(['SANCTIONED', 'PER_TX_LIMIT', 'DAILY_LIMIT', 'MONTHLY_LIMIT']);
+// A spend or hold that reached its statement had a budget: every refusal but NO_BUDGET.
+const refusal = refusalReason.exclude(['NO_BUDGET']);
 
 /** A spend, or a hold placed or refused: what it asked for and the budget after it. */
 const spendData = z.object({

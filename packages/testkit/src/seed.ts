@@ -47,3 +47,34 @@ export function spendLedger(db: Kysely<DB>, agent: string) {
     .orderBy('id')
     .execute();
 }
+
+/**
+ * Puts an address on the active sanctions list in place, as an import naming it would, but
+ * without telling the read caches: what a statement screens sees it at once, a cached read may not.
+ */
+export async function listOnActiveSnapshot(db: Kysely<DB>, address: string): Promise<void> {
+  await sql`INSERT INTO sanctions_entries (snapshot_id, address, lists)
+    SELECT id, ${address}, ARRAY['ETH'] FROM sanctions_snapshots WHERE is_active`.execute(db);
+}
+
+/**
+ * Leaves no sanctions list active (as an edit by hand could), and returns what activates the
+ * newest again.
+ */
+export async function deactivateSanctionsList(db: Kysely<DB>): Promise<() => Promise<void>> {
+  await sql`UPDATE sanctions_snapshots SET is_active = false WHERE is_active`.execute(db);
+  return async () => {
+    await sql`UPDATE sanctions_snapshots SET is_active = true
+      WHERE id = (SELECT max(id) FROM sanctions_snapshots)`.execute(db);
+  };
+}
+
+/** Runs `fn` while no sanctions list is active, then activates the newest again. */
+export async function withoutSanctionsList<T>(db: Kysely<DB>, fn: () => Promise<T>): Promise<T> {
+  const restore = await deactivateSanctionsList(db);
+  try {
+    return await fn();
+  } finally {
+    await restore();
+  }
+}

@@ -2,6 +2,7 @@ import type { AuthorizationRow, DB, Kysely } from '@vouch/db';
 import type { Authorization, AuthorizationResult, AuthorizeInput } from '@vouch/schemas';
 import { auditMeta } from '../audit/audit.service.ts';
 import type { EventsService } from '../events/events.service.ts';
+import { screeningRefusal } from '../sanctions/sanctions.repository.ts';
 import { type Actor, systemActor } from '../shared/actor.ts';
 import { type Clock, toUnixSeconds } from '../shared/clock.ts';
 import { idFromCursor, page } from '../shared/cursor.ts';
@@ -81,7 +82,7 @@ export function createAuthorizationsService({ db, clock, budgets, events }: Auth
       throw new BudgetExceededError({
         amount: capture ?? row.amount,
         authorizationId: String(row.id),
-        reason: 'SANCTIONED',
+        reason: (await screeningRefusal(executor, address, row.counterparty)) ?? 'SANCTIONED',
       });
     }
     throw new DomainError(

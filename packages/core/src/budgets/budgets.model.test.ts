@@ -97,7 +97,7 @@ const now = d('2027-03-15T12:00:00.000Z');
 
 function state(overrides: Partial<BudgetState> = {}): BudgetState {
   return {
-    sanctioned: false,
+    screening: null,
     perTxLimit: 100n,
     dailyLimit: 500n,
     monthlyLimit: 2000n,
@@ -203,10 +203,13 @@ describe('currentSpent', () => {
 });
 
 describe('evaluateSpend', () => {
-  it('refuses anything for a sanctioned agent, before any limit', () => {
-    const e = evaluateSpend(state({ sanctioned: true }), 1n, now);
-    expect([e.allowed, e.reason, e.dailyRemaining]).toEqual([false, 'SANCTIONED', 500n]);
-    expect(applySpend(state({ sanctioned: true }), 1n, now).next.dailySpent).toBe(0n);
+  it('refuses anything for a sanctioned agent, or with no sanctions list, before any limit', () => {
+    for (const screening of ['SANCTIONED', 'SANCTIONS_LIST_UNAVAILABLE'] as const) {
+      const e = evaluateSpend(state({ screening }), 1n, now);
+      expect([e.allowed, e.reason, e.dailyRemaining]).toEqual([false, screening, 500n]);
+      expect(applySpend(state({ screening }), 1n, now).next.dailySpent).toBe(0n);
+      expect(applySpend(state({ screening }), 1n, now, 'hold').next.dailyHeld).toBe(0n);
+    }
   });
 
   it('allows a spend within every limit and reports spent/remaining', () => {

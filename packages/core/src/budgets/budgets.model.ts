@@ -1,6 +1,8 @@
 /** Budget rules: calendar windows in UTC and the evaluation of one prospective spend. */
+import type { RefusalReason } from '@vouch/schemas';
+import type { ScreeningRefusal } from '../sanctions/sanctions.model.ts';
 
-export type RefusalReason = 'SANCTIONED' | 'PER_TX_LIMIT' | 'DAILY_LIMIT' | 'MONTHLY_LIMIT' | 'NO_BUDGET';
+export type { RefusalReason };
 
 /** The UTC day and month containing an instant, and when each ends, in epoch milliseconds. */
 export interface Windows {
@@ -46,8 +48,8 @@ export interface BudgetState {
   /** Start of the window `dailySpent` and `dailyHeld` belong to. */
   dayStart: Date;
   monthStart: Date;
-  /** The agent or its owner is on the active sanctions list: nothing may be spent. */
-  sanctioned: boolean;
+  /** Why the sanctions screen refuses every payment of the agent (no active list, the agent or its owner listed); null: it passes. */
+  screening: ScreeningRefusal | null;
 }
 
 /**
@@ -85,15 +87,15 @@ export interface Evaluation {
 }
 
 /**
- * Whether `amount` may be spent (or held) now; a sanctioned agent never, else the first limit
- * that fails is the reason. What is held counts against a limit as what is spent does.
+ * Whether `amount` may be spent (or held) now; never while the sanctions screen refuses the
+ * agent, else the first limit that fails is the reason. What is held counts against a limit as what is spent does.
  */
 export function evaluateSpend(state: BudgetState, amount: bigint, now: Date): Evaluation {
   const spent = currentSpent(state, now);
   const daily = spent.daily + spent.dailyHeld;
   const monthly = spent.monthly + spent.monthlyHeld;
   let reason: RefusalReason | null = null;
-  if (state.sanctioned) reason = 'SANCTIONED';
+  if (state.screening !== null) reason = state.screening;
   else if (amount > state.perTxLimit) reason = 'PER_TX_LIMIT';
   else if (daily + amount > state.dailyLimit) reason = 'DAILY_LIMIT';
   else if (monthly + amount > state.monthlyLimit) reason = 'MONTHLY_LIMIT';

@@ -9,11 +9,13 @@ import {
 } from '@vouch/db';
 import { type AuditMeta, auditCtes } from '../audit/audit.repository.ts';
 import { type EventMeta, eventCtes } from '../events/events.repository.ts';
-import { sanctionedSql } from '../sanctions/sanctions.repository.ts';
+import type { ScreeningRefusal } from '../sanctions/sanctions.model.ts';
+import { screeningRefusalSql } from '../sanctions/sanctions.repository.ts';
 
 type Executor = Kysely<DB>;
 
-export type BudgetWithStanding = BudgetRow & { sanctioned: boolean };
+/** A budget and its agent's screening: why the sanctions screen refuses every payment of the agent (null: it passes). */
+export type BudgetWithStanding = BudgetRow & { screening: ScreeningRefusal | null };
 
 /** Which budget: an organization's, of an agent, in an asset ('' for the default unit). */
 export interface BudgetKey {
@@ -22,19 +24,15 @@ export interface BudgetKey {
   asset: string;
 }
 
-/** SQL condition: the agent (an address, or a column holding it) or its owner is on the active sanctions list. */
-const agentOrOwnerSanctioned = (agent: string | RawBuilder<unknown>) => sql<boolean>`EXISTS (
-  SELECT 1 FROM agents a
-  JOIN sanctions_snapshots ss ON ss.is_active
-  JOIN sanctions_entries se ON se.snapshot_id = ss.id AND se.address IN (a.address, a.owner)
-  WHERE a.address = ${agent})`;
+/** The agent's screening (no counterparty): what refuses every payment of the agent. */
+const agentScreening = (agent: string | RawBuilder<unknown>) => screeningRefusalSql(agent, null);
 
-/** The budget, and whether the agent or its owner is sanctioned (which refuses every spend). */
+/** The budget, and the agent's screening (which, unless null, refuses every spend). */
 export function findBudget(db: Executor, key: BudgetKey): Promise<BudgetWithStanding | undefined> {
   return db
     .selectFrom('budgets')
     .selectAll()
-    .select(agentOrOwnerSanctioned(sql.ref('budgets.agent')).as('sanctioned'))
+    .select(agentScreening(sql.ref('budgets.agent')).as('screening'))
     .where('organization_id', '=', key.organizationId)
     .where('agent', '=', key.agent)
     .where('asset', '=', key.asset)
@@ -49,14 +47,14 @@ export function findBudget(db: Executor, key: BudgetKey): Promise<BudgetWithStan
 export async function findAgentBudgets(
   db: Executor,
   agent: string,
-): Promise<{ sanctioned: boolean; rows: BudgetRow[] }> {
-  const result = await sql<BudgetRow & { sanctioned: boolean }>`
-    SELECT b.*, s.sanctioned FROM (SELECT ${agentOrOwnerSanctioned(agent)} AS sanctioned) AS s
+): Promise<{ screening: ScreeningRefusal | null; rows: BudgetRow[] }> {
+  const result = await sql<BudgetWithStanding>`
+    SELECT b.*, s.screening FROM (SELECT ${agentScreening(agent)} AS screening) AS s
     LEFT JOIN budgets b ON b.agent = ${agent}`.execute(db);
   const first = result.rows[0];
   return {
-    sanctioned: first?.sanctioned ?? false,
-    rows: result.rows.filter((r) => r.organization_id !== null).map(({ sanctioned: _s, ...row }) => row as BudgetRow),
+    screening: first?.screening ?? null,
+    rows: result.rows.filter((r) => r.organization_id !== null).map(({ screening: _s, ...row }) => row as BudgetRow),
   };
 }
 
@@ -156,7 +154,8 @@ function thresholdEvents(thresholds: number[]): RawBuilder<unknown> {
 
 /**
  * A spend (`kind: 'spend'`) or a hold (`kind: 'hold'`): one statement that rolls the windows
- * forward and, only if every limit holds against the row as it is when the row lock is taken
+ * forward and, only if the sanctions screen passes (`screeningRefusalSql`: a list is active, and
+ * neither the agent, its owner nor the counterparty is on it) and every limit holds against the row as it is when the row lock is taken
  * (Postgres re-evaluates a concurrently updated row) — with what is held counted as what is
  * spent — debits the budget (a spend) or adds to what it holds (a hold, which also inserts the
  * authorization). A spend writes its ledger row accepted or refused; a refused hold writes a
@@ -190,7 +189,7 @@ export async function reserve(
   const dailyHeld = sql`(CASE WHEN ${dayCurrent} THEN b.daily_held ELSE 0 END)`;
   const monthlyHeld = sql`(CASE WHEN ${monthCurrent} THEN b.monthly_held ELSE 0 END)`;
   const refusal = sql`(CASE
-      WHEN input.sanctioned THEN 'SANCTIONED'
+      WHEN input.screening IS NOT NULL THEN input.screening
       WHEN ${amount} > b.per_tx_limit THEN 'PER_TX_LIMIT'
       WHEN ${daily} + ${dailyHeld} + ${amount} > b.daily_limit THEN 'DAILY_LIMIT'
       WHEN ${monthly} + ${monthlyHeld} + ${amount} > b.monthly_limit THEN 'MONTHLY_LIMIT'
@@ -217,8 +216,9 @@ export async function reserve(
     ) AS e`;
   const statement = sql<SpendRow>`
     WITH input AS MATERIALIZED (
-      -- Evaluated once: the agent or its owner on the active sanctions list refuses the reservation.
-      SELECT ${agentOrOwnerSanctioned(v.agent)} AS sanctioned, ${v.amount}::numeric AS amount,
+      -- Evaluated once: no active sanctions list, the agent or its owner on it, or the
+      -- counterparty on it refuses the reservation.
+      SELECT ${screeningRefusalSql(v.agent, v.counterparty)} AS screening, ${v.amount}::numeric AS amount,
         ${v.day}::timestamptz AS day, ${v.month}::timestamptz AS month, ${v.counterparty}::text AS counterparty,
         ${v.expiresAt ?? null}::timestamptz AS expires_at
     ), upd AS (
@@ -291,9 +291,8 @@ export type ReleaseRow = AuthorizationRow & { spend_id: string | null };
  * no larger than it), and the budget gives back what it reserved in each of its windows that the
  * budget still counts, adding what was captured to what is spent there (the budget row's own
  * windows decide, as it is when locked). A capture writes a ledger row in the hold's windows.
- * Nothing happens (no row) when the hold is not
- * `held`, the capture is larger than the hold, or a capture's agent, owner or counterparty is on
- * the active sanctions list: a hold is released at most once.
+ * Nothing happens (no row) when the hold is not `held`, the capture is larger than the hold, or
+ * the sanctions screen refuses a capture (`screeningRefusalSql`): a hold is released at most once.
  */
 export async function release(db: Executor, v: Release): Promise<ReleaseRow | undefined> {
   const captured = v.status === 'captured' ? (v.capture === null ? sql`a.amount` : sql`${v.capture}::numeric`) : sql`0`;
@@ -304,9 +303,9 @@ export async function release(db: Executor, v: Release): Promise<ReleaseRow | un
       WHERE a.id = ${v.id}::bigint AND a.organization_id = ${v.organizationId} AND a.agent = ${v.agent}
         AND (a.status = 'held' OR (${v.status === 'voided' && v.allowPending === true} AND a.status = 'pending_approval'))
         AND a.expires_at > ${v.now} AND ${captured} <= a.amount
-        -- Money moves at the capture: a listing since the hold (the agent, its owner or the hold's
-        -- counterparty) refuses it, as it refuses a spend.
-        AND NOT (${v.status === 'captured'} AND (${agentOrOwnerSanctioned(v.agent)} OR ${sanctionedSql('a.counterparty')}))
+        -- Money moves at the capture: the sanctions screen refuses it as it refuses a spend (no
+        -- active list, or the agent, its owner or the hold's counterparty listed since the hold).
+        AND NOT (${v.status === 'captured'} AND ${screeningRefusalSql(v.agent, sql.ref('a.counterparty'))} IS NOT NULL)
       RETURNING a.*
     ), upd AS (
       UPDATE budgets AS b SET

@@ -31,9 +31,9 @@ export interface BudgetsDeps {
   cache?: ReadCache | undefined;
 }
 
-export function toState(row: BudgetRow, sanctioned: boolean): BudgetState {
+export function toState(row: BudgetRow, screening: BudgetState['screening']): BudgetState {
   return {
-    sanctioned,
+    screening,
     dailyLimit: BigInt(row.daily_limit),
     monthlyLimit: BigInt(row.monthly_limit),
     perTxLimit: BigInt(row.per_tx_limit),
@@ -80,12 +80,12 @@ export function createBudgetsService({ db, clock, audit, events, budgetThreshold
     // connection (PGlite) waits for that transaction, and would miss what it has written.
     if (!cache || fresh || executor !== db) {
       const row = await repo.findBudget(executor, key);
-      return row ? { row, state: toState(row, row.sanctioned) } : null;
+      return row ? { row, state: toState(row, row.screening) } : null;
     }
     const all = await cache.read('budgets', key.agent, async (): Promise<AgentBudgets> => {
-      const { sanctioned, rows } = await repo.findAgentBudgets(db, key.agent);
+      const { screening, rows } = await repo.findAgentBudgets(db, key.agent);
       return new Map(
-        rows.map((row) => [budgetSlot(row.organization_id, row.asset), { row, state: toState(row, sanctioned) }]),
+        rows.map((row) => [budgetSlot(row.organization_id, row.asset), { row, state: toState(row, screening) }]),
       );
     });
     return all.get(budgetSlot(key.organizationId, key.asset)) ?? null;
@@ -93,7 +93,7 @@ export function createBudgetsService({ db, clock, audit, events, budgetThreshold
 
   function toBudget(row: BudgetRow, now: Date): Budget {
     // The figures of the limits and windows; whether a spend is allowed is the check's answer.
-    const evaluation = evaluateSpend(toState(row, false), 0n, now);
+    const evaluation = evaluateSpend(toState(row, null), 0n, now);
     return {
       asset: row.asset,
       dailyLimit: row.daily_limit,

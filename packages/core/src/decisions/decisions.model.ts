@@ -31,8 +31,9 @@ const reason = (code: string, detail: string): DecisionReason => ({ code, detail
  * - no sanctions list (SANCTIONS_LIST_UNAVAILABLE) — fail closed;
  * - the agent, its owner or the counterparty on the list (…_SANCTIONED);
  * - an unknown or unregistered agent (AGENT_UNKNOWN, AGENT_NOT_REGISTERED);
- * - the budget (NO_BUDGET, PER_TX_LIMIT, DAILY_LIMIT, MONTHLY_LIMIT, and SANCTIONED when the
- *   budget finds a listing the screening did not);
+ * - the budget (NO_BUDGET, PER_TX_LIMIT, DAILY_LIMIT, MONTHLY_LIMIT, and its sanctions refusals
+ *   SANCTIONS_LIST_UNAVAILABLE, SANCTIONED, COUNTERPARTY_SANCTIONED when the hold's statement
+ *   finds what the screening did not);
  * - the policy: a matching deny rule (POLICY_DENY), or no rule matching (POLICY_NO_MATCH);
  * - an approval that cannot be redeemed (APPROVAL_INVALID).
  * A matching review rule gives POLICY_REVIEW; a matching allow rule POLICY_ALLOW; no policy NO_POLICY.
@@ -53,18 +54,24 @@ export function decide(e: DecisionEvidence): { decision: Verdict; reasons: Decis
   if (!e.agent.known) denies.push(reason('AGENT_UNKNOWN', 'Vouch knows nothing of this agent'));
   else if (!e.agent.registered) denies.push(reason('AGENT_NOT_REGISTERED', 'the agent is observed, not registered'));
 
-  // SANCTIONED from the budget usually repeats the sanctions reasons above; alone (the list changed
-  // between the screening and the hold's statement), it is the only word of it and must deny.
-  const repeatsSanctions = e.budget.reason === 'SANCTIONED' && (e.sanctions.agent || e.sanctions.owner);
-  if (!e.budget.allowed && e.budget.reason !== null && !repeatsSanctions) {
-    const details: Record<string, string> = {
+  // The budget's sanctions refusals usually repeat the sanctions reasons above; alone (the list
+  // changed between the screening and the hold's statement), they are the only word of it and deny.
+  const repeated: Partial<Record<RefusalReason, boolean>> = {
+    SANCTIONS_LIST_UNAVAILABLE: !e.sanctions.listAvailable,
+    SANCTIONED: e.sanctions.agent || e.sanctions.owner,
+    COUNTERPARTY_SANCTIONED: e.sanctions.counterparty,
+  };
+  if (!e.budget.allowed && e.budget.reason !== null && repeated[e.budget.reason] !== true) {
+    const details: Record<RefusalReason, string> = {
+      SANCTIONS_LIST_UNAVAILABLE: 'no sanctions list is active: nobody can be screened (found by the budget)',
       SANCTIONED: 'the agent or its owner is on the active sanctions list (found by the budget)',
+      COUNTERPARTY_SANCTIONED: 'the counterparty is on the active sanctions list (found by the budget)',
       NO_BUDGET: 'the organization has no budget for this agent (in this asset)',
       PER_TX_LIMIT: 'the amount exceeds the per-transaction limit',
       DAILY_LIMIT: 'the amount would exceed the daily limit (spent and held included)',
       MONTHLY_LIMIT: 'the amount would exceed the monthly limit (spent and held included)',
     };
-    denies.push(reason(e.budget.reason, details[e.budget.reason] ?? e.budget.reason));
+    denies.push(reason(e.budget.reason, details[e.budget.reason]));
   }
 
   switch (e.policy.kind) {

@@ -300,8 +300,16 @@ export function createDecisionsService(deps: DecisionsDeps) {
             if (!(error instanceof BudgetExceededError)) throw error;
             const refusal = (error.details as { reason: string }).reason;
             verdict = decide({ ...evidence, budget: { allowed: false, reason: refusal as never } });
-            // Listed since the screening: what is stored says so too.
+            // The list changed since the screening: what is stored says so too.
             if (refusal === 'SANCTIONED') stored.sanctions.agent = 'listed';
+            if (refusal === 'COUNTERPARTY_SANCTIONED') stored.sanctions.counterparty = 'listed';
+            if (refusal === 'SANCTIONS_LIST_UNAVAILABLE') {
+              stored.sanctions = {
+                agent: 'unavailable',
+                counterparty: counterparty === null ? null : 'unavailable',
+                list: null,
+              };
+            }
             // A grant redeemed for this payment is not spent on a refusal.
             if (redeemed && grant !== null) {
               await repo.unredeemApproval(trx, actor.organizationId, grant.id);

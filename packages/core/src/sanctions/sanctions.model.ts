@@ -1,5 +1,12 @@
 import { createHash } from 'node:crypto';
+import type { RefusalReason } from '@vouch/schemas';
 import { XMLParser } from 'fast-xml-parser';
+
+/** What the sanctions screen refuses a payment for (docs/api.md "Sanctions"). */
+export type ScreeningRefusal = Extract<
+  RefusalReason,
+  'SANCTIONS_LIST_UNAVAILABLE' | 'SANCTIONED' | 'COUNTERPARTY_SANCTIONED'
+>;
 
 const EVM_ADDRESS = /^0x[0-9a-fA-F]{40}$/;
 const FEATURE_PREFIX = 'Digital Currency Address - ';
@@ -13,10 +20,6 @@ export function evmAddressesOf(text: string): string[] {
     .map((line) => line.toLowerCase());
 }
 
-/**
- * The union of every list: each EVM address once (lowercase), with the lists that
- * name it, sorted. An address may be listed under several assets.
- */
 /**
  * The SHA-256 of a snapshot's content: one `address:list,list` line per address, in address
  * order (the lists sorted, as `unionLists` keeps them). The migration that added the column
@@ -39,6 +42,10 @@ export function shrinkProblem(entries: number, activeEntries: number | null): st
 /** A new list must keep at least this share of the active list's size, unless forced. */
 const MIN_KEPT_SHARE = 0.5;
 
+/**
+ * The union of every list: each EVM address once (lowercase), with the lists that
+ * name it, sorted. An address may be listed under several assets.
+ */
 export function unionLists(lists: Record<string, string[]>): Map<string, string[]> {
   const union = new Map<string, string[]>();
   for (const [list, addresses] of Object.entries(lists)) {

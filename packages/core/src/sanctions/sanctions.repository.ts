@@ -1,5 +1,6 @@
-import { type DB, type Kysely, sql } from '@vouch/db';
+import { type DB, type Kysely, type RawBuilder, sql } from '@vouch/db';
 import { agentEventCtes } from '../events/events.repository.ts';
+import type { ScreeningRefusal } from './sanctions.model.ts';
 
 type Executor = Kysely<DB>;
 
@@ -74,9 +75,8 @@ export async function insertSnapshot(
 export async function activate(db: Executor, snapshotId: string): Promise<void> {
   await db.updateTable('sanctions_snapshots').set({ is_active: false }).where('is_active', '=', true).execute();
   await db.updateTable('sanctions_snapshots').set({ is_active: true }).where('id', '=', snapshotId).execute();
-  // Cached budget rows carry whether their agent is sanctioned, and decisions screen against a
-  // cached copy of the active list: every replica drops both at commit.
-  await sql`SELECT pg_notify('vouch_cache', 'budgets:*'), pg_notify('vouch_cache', 'sanctions:*')`.execute(db);
+  // Cached budget rows carry their agent's screening, and decisions screen against a cached copy
+  // of the active list: the table's trigger (vouch_notify_sanctions) has every replica drop both at commit.
 }
 
 export interface Screening {
@@ -125,10 +125,47 @@ export async function registeredAgents(db: Executor): Promise<string[]> {
   return rows.map((r) => r.address);
 }
 
-/** SQL condition: the address in `column` is on the active list. */
-export const sanctionedSql = (column: string) => sql<boolean>`EXISTS (
+/** An address for a SQL condition: a value (a parameter) or an expression (a column, say). */
+type AddressSql = string | null | RawBuilder<unknown>;
+
+/** SQL condition: the address is on the active list. */
+const onActiveList = (address: AddressSql) => sql<boolean>`EXISTS (
   SELECT 1 FROM sanctions_entries se JOIN sanctions_snapshots ss ON ss.id = se.snapshot_id AND ss.is_active
-  WHERE se.address = ${sql.ref(column)})`;
+  WHERE se.address = ${address})`;
+
+/** SQL condition: the address in `column` is on the active list. */
+export const sanctionedSql = (column: string) => onActiveList(sql.ref(column));
+
+/** SQL condition: the agent or its owner is on the active list. */
+export const agentOrOwnerSanctioned = (agent: AddressSql) => sql<boolean>`EXISTS (
+  SELECT 1 FROM agents a
+  JOIN sanctions_snapshots ss ON ss.is_active
+  JOIN sanctions_entries se ON se.snapshot_id = ss.id AND se.address IN (a.address, a.owner)
+  WHERE a.address = ${agent})`;
+
+/**
+ * SQL: why the sanctions screen refuses a payment of `agent` to `counterparty` (null: none
+ * named), or NULL when it passes. The first that holds, in this order: no list is active
+ * (SANCTIONS_LIST_UNAVAILABLE: nobody can be screened, so nobody passes), the agent or its owner
+ * is listed (SANCTIONED), the counterparty is (COUNTERPARTY_SANCTIONED). Spends, holds and
+ * captures decide with it in their own statement; the budget check with the agent alone.
+ */
+export const screeningRefusalSql = (agent: AddressSql, counterparty: AddressSql) => sql<ScreeningRefusal | null>`(CASE
+  WHEN NOT EXISTS (SELECT 1 FROM sanctions_snapshots WHERE is_active) THEN 'SANCTIONS_LIST_UNAVAILABLE'
+  WHEN ${agentOrOwnerSanctioned(agent)} THEN 'SANCTIONED'
+  WHEN ${onActiveList(counterparty)} THEN 'COUNTERPARTY_SANCTIONED'
+END)`;
+
+/** Why the sanctions screen refuses a payment of `agent` to `counterparty` now (null: it passes). */
+export async function screeningRefusal(
+  db: Executor,
+  agent: string,
+  counterparty: string | null,
+): Promise<ScreeningRefusal | null> {
+  const result = await sql<{ refusal: ScreeningRefusal | null }>`
+    SELECT ${screeningRefusalSql(agent, counterparty)} AS refusal`.execute(db);
+  return result.rows[0]?.refusal ?? null;
+}
 
 /** Serializes imports for the transaction (replicas starting together load the bundled lists once). */
 export async function lockImports(trx: Executor): Promise<void> {
