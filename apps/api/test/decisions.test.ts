@@ -196,6 +196,7 @@ describe('a decision', () => {
     // An approval named under a key is read in the key's transaction too.
     const invalid = await decideRaw({ agent, amount: '5', approvalId: '99999999' }, { 'idempotency-key': 'pay-2' });
     expect(codes(invalid.json().data)).toContain('APPROVAL_INVALID');
+    expect(invalid.json().data.approvalId).toBeNull();
   });
 
   it('refuses bad input with 400 and stores nothing', async () => {
@@ -685,12 +686,25 @@ describe('approvals with keys', () => {
       const theirs = successEnvelope(decision).parse(
         (await post(app.app, '/api/decisions', { agent, amount: '10', approvalId }, as(beta))).json(),
       ).data;
-      expect([theirs.decision, codes(theirs)]).toEqual(['deny', ['NO_BUDGET', 'NO_POLICY']]);
+      expect([theirs.decision, codes(theirs), theirs.approvalId]).toEqual(['deny', ['NO_BUDGET', 'NO_POLICY'], null]);
+      // Nor is it named by what beta stores of its decision.
+      expect(
+        (await app.app.inject({ method: 'GET', url: `/api/decisions/${theirs.decisionId}`, headers: as(beta) })).json()
+          .data.approvalId,
+      ).toBeNull();
       expect((await row.execute(app.database.db)).rows[0]).toEqual({ status: 'approved', redeemed_decision_id: null });
       expect((await redemptions.execute(app.database.db)).rows[0]?.n).toBe(0);
 
       const ours = (await post(app.app, '/api/decisions', { agent, amount: '10', approvalId }, as(alpha))).json().data;
-      expect([ours.decision, codes(ours)]).toEqual(['allow', ['POLICY_REVIEW', 'APPROVAL_REDEEMED']]);
+      expect([ours.decision, codes(ours), ours.approvalId]).toEqual([
+        'allow',
+        ['POLICY_REVIEW', 'APPROVAL_REDEEMED'],
+        approvalId,
+      ]);
+      expect(
+        (await app.app.inject({ method: 'GET', url: `/api/decisions/${ours.decisionId}`, headers: as(alpha) })).json()
+          .data.approvalId,
+      ).toBe(approvalId);
       expect((await row.execute(app.database.db)).rows[0]).toEqual({
         status: 'redeemed',
         redeemed_decision_id: ours.decisionId,

@@ -326,8 +326,17 @@ export function createDecisionsService(deps: DecisionsDeps) {
         }
 
         const decisionId = record.id;
+        // The approval the decision redeemed; one it could not (another organization's, or
+        // another payment's) is named in its APPROVAL_INVALID reason only.
+        const redeemedId = redeemed && grant !== null ? grant.id : null;
         await repo.insertDecisions(trx, [
-          { ...record, decision: verdict.decision, reasons: verdict.reasons, authorizationId: holdId },
+          {
+            ...record,
+            decision: verdict.decision,
+            reasons: verdict.reasons,
+            authorizationId: holdId,
+            approvalId: redeemedId,
+          },
         ]);
         if (holdId !== null && approvalHold === null) await repo.linkAuthorizationToDecision(trx, holdId, decisionId);
         if (redeemed && grant !== null) {
@@ -375,7 +384,7 @@ export function createDecisionsService(deps: DecisionsDeps) {
         return answer(
           { ...record, decision: verdict.decision, reasons: verdict.reasons },
           hold ? toAuthorization(hold) : null,
-          approvalId ?? input.approvalId ?? null,
+          approvalId ?? redeemedId,
         );
       };
 
@@ -394,7 +403,7 @@ export function createDecisionsService(deps: DecisionsDeps) {
         reasons: [],
         facts: stored,
         authorizationId: null,
-        approvalId: input.approvalId ?? null,
+        approvalId: null,
         actorKeyId: actor.keyId,
         requestId: actor.requestId ?? null,
         now,
