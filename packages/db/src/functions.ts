@@ -333,11 +333,13 @@ export const budgetThresholdsV1: Definition = {
 };
 
 /**
- * v1 of the sanctions notifications: any change of which snapshot is active (an import, a
- * restore, or an edit by hand that leaves none active) tells every API process, at commit, to
- * drop its cached budgets (they carry the agent's screening) and its cached copy of the active
- * list (`budgets:*`, `sanctions:*`). A process that kept either would screen against a list that
- * is no longer the active one, or pass payments while no list is active.
+ * v1 of the sanctions notifications: any change of the lists — which snapshot is active (an
+ * import, a restore, or an edit by hand that leaves none active) or the addresses a snapshot
+ * holds — tells every API process, at commit, to drop its cached budgets (they carry the agent's
+ * screening) and its cached copy of the active list (`budgets:*`, `sanctions:*`; PostgreSQL sends
+ * a payload once per transaction however many statements repeat it). A process that kept either
+ * would screen against a list that is no longer the active one, or pass payments while no list is
+ * active.
  */
 export const sanctionsNotifyCacheV1: Definition = {
   async create(db) {
@@ -348,11 +350,15 @@ export const sanctionsNotifyCacheV1: Definition = {
       PERFORM pg_notify('vouch_cache', 'sanctions:*');
       RETURN NULL;
     END $$`.execute(db);
-    await sql`CREATE TRIGGER sanctions_snapshots_notify_cache AFTER INSERT OR UPDATE OR DELETE OR TRUNCATE
-      ON sanctions_snapshots FOR EACH STATEMENT EXECUTE FUNCTION vouch_notify_sanctions()`.execute(db);
+    for (const table of ['sanctions_snapshots', 'sanctions_entries']) {
+      await sql`CREATE TRIGGER ${sql.raw(`${table}_notify_cache`)} AFTER INSERT OR UPDATE OR DELETE OR TRUNCATE
+        ON ${sql.table(table)} FOR EACH STATEMENT EXECUTE FUNCTION vouch_notify_sanctions()`.execute(db);
+    }
   },
   async drop(db) {
-    await sql`DROP TRIGGER IF EXISTS sanctions_snapshots_notify_cache ON sanctions_snapshots`.execute(db);
+    for (const table of ['sanctions_snapshots', 'sanctions_entries']) {
+      await sql`DROP TRIGGER IF EXISTS ${sql.raw(`${table}_notify_cache`)} ON ${sql.table(table)}`.execute(db);
+    }
     await sql`DROP FUNCTION IF EXISTS vouch_notify_sanctions()`.execute(db);
   },
 };

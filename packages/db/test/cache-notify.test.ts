@@ -42,10 +42,11 @@ describe('migration 20261206000000-sanctions-notify-cache', () => {
   const sanctionsTriggers = async () =>
     (
       await sql<{ name: string }>`SELECT tgname AS name FROM pg_trigger
-        WHERE NOT tgisinternal AND tgrelid = 'sanctions_snapshots'::regclass`.execute(database.db)
+        WHERE NOT tgisinternal AND tgrelid IN ('sanctions_snapshots'::regclass, 'sanctions_entries'::regclass)
+        ORDER BY 1`.execute(database.db)
     ).rows.map((r) => r.name);
 
-  it('has any change of which list is active drop cached budgets and lists; its down step removes that', async () => {
+  it('has any change of the lists drop cached budgets and lists; its down step removes that', async () => {
     const heard: string[] = [];
     let ready: () => void = () => {};
     const listening = new Promise<void>((resolve) => {
@@ -59,12 +60,15 @@ describe('migration 20261206000000-sanctions-notify-cache', () => {
       await listening;
       await sql`UPDATE sanctions_snapshots SET is_active = is_active`.execute(database.db);
       await expect.poll(() => [...heard].sort()).toEqual(['budgets:*', 'sanctions:*']);
+      heard.length = 0;
+      await sql`DELETE FROM sanctions_entries WHERE address = ${`0x${'0'.repeat(40)}`}`.execute(database.db);
+      await expect.poll(() => [...heard].sort()).toEqual(['budgets:*', 'sanctions:*']);
 
       const migrator = new Migrator({ db: database.db, provider: { getMigrations: async () => migrations } });
       expect((await migrator.migrateTo('20261205000000-events-horizon-stable')).error).toBeUndefined();
       expect(await sanctionsTriggers()).toEqual([]);
       expect((await migrator.migrateToLatest()).error).toBeUndefined();
-      expect(await sanctionsTriggers()).toEqual(['sanctions_snapshots_notify_cache']);
+      expect(await sanctionsTriggers()).toEqual(['sanctions_entries_notify_cache', 'sanctions_snapshots_notify_cache']);
     } finally {
       await listener.close();
     }

@@ -48,10 +48,7 @@ export function spendLedger(db: Kysely<DB>, agent: string) {
     .execute();
 }
 
-/**
- * Puts an address on the active sanctions list in place, as an import naming it would, but
- * without telling the read caches: what a statement screens sees it at once, a cached read may not.
- */
+/** Puts an address on the active sanctions list in place (the read caches hear of it at commit). */
 export async function listOnActiveSnapshot(db: Kysely<DB>, address: string): Promise<void> {
   await sql`INSERT INTO sanctions_entries (snapshot_id, address, lists)
     SELECT id, ${address}, ARRAY['ETH'] FROM sanctions_snapshots WHERE is_active`.execute(db);
