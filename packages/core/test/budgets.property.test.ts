@@ -341,7 +341,9 @@ describe('the budget rule: SQL and model agree', () => {
         ],
       },
     );
-    expect(steps).toBeGreaterThan(300);
+    // 60 sequences of 1–30 commands: over 400 seeds fast-check drew 272–447 steps (median 361;
+    // 300 failed about one run in forty). Far fewer would mean the sequences collapsed.
+    expect(steps).toBeGreaterThan(240);
     // The sequences reached every operation.
     expect(Object.values(seen).every((n) => n > 0)).toBe(true);
   });
