@@ -687,7 +687,10 @@ describe('approvals with keys', () => {
         (await post(app.app, '/api/decisions', { agent, amount: '10', approvalId }, as(beta))).json(),
       ).data;
       expect([theirs.decision, codes(theirs), theirs.approvalId]).toEqual(['deny', ['NO_BUDGET', 'NO_POLICY'], null]);
-      // Nor is it named by what beta stores of its decision.
+      // Nor is it beta's decision's approval; beta's stored inputs keep what was asked.
+      const given = await sql<{ given: string | null }>`SELECT facts->>'approvalIdGiven' AS given FROM decisions
+        WHERE id = ${theirs.decisionId}`.execute(app.database.db);
+      expect(given.rows[0]?.given).toBe(approvalId);
       expect(
         (await app.app.inject({ method: 'GET', url: `/api/decisions/${theirs.decisionId}`, headers: as(beta) })).json()
           .data.approvalId,

@@ -24,9 +24,9 @@ afterAll(() => t.close());
 
 const ledger = (agent: string) => spendLedger(t.database.db, agent);
 
-const checkReason = async (agent: string) => {
+const checkReason = async (agent: string, body: Record<string, unknown> = {}) => {
   const check = successEnvelope(budgetCheck).parse(
-    (await post(t.app, `/api/budgets/${agent}/check`, { amount: '1' })).json(),
+    (await post(t.app, `/api/budgets/${agent}/check`, { amount: '1', ...body })).json(),
   ).data;
   return check.allowed ? null : check.reason;
 };
@@ -88,10 +88,12 @@ describe('spends and checks of a sanctioned agent', () => {
     await expectRefused(agent);
   });
 
-  it('a spend or hold naming a listed counterparty is refused with COUNTERPARTY_SANCTIONED, in the ledger', async () => {
+  it('a check, spend or hold naming a listed counterparty is refused with COUNTERPARTY_SANCTIONED', async () => {
     const agent = await createAgentWithBudget(t.app, limits);
-    // The check names no counterparty: the agent itself passes.
+    // The agent itself passes; the check screens a counterparty it names as the spend would.
     expect(await checkReason(agent)).toBeNull();
+    expect(await checkReason(agent, { counterparty: LISTED })).toBe('COUNTERPARTY_SANCTIONED');
+    expect(await checkReason(agent, { counterparty: randomAddress() })).toBeNull();
     expect(await refusal(agent, 'spend', { counterparty: LISTED })).toBe('COUNTERPARTY_SANCTIONED');
     expect(await refusal(agent, 'authorizations', { counterparty: LISTED })).toBe('COUNTERPARTY_SANCTIONED');
     expect(await refusal(agent, 'spend', { counterparty: randomAddress() })).toBeNull();

@@ -76,9 +76,10 @@ export const refusalReason = z
   ])
   .meta({
     description:
-      'The first that holds, in this order. SANCTIONS_LIST_UNAVAILABLE: no sanctions list is active, so nobody ' +
-      'can be screened; SANCTIONED: the agent or its owner is on the active list; COUNTERPARTY_SANCTIONED: the ' +
-      'counterparty named by a spend, hold or capture is; then the limits',
+      'The first that holds, in this order. NO_BUDGET (a check): the organization has no budget for the agent; ' +
+      'SANCTIONS_LIST_UNAVAILABLE: no sanctions list is active, so nobody can be screened; SANCTIONED: the agent ' +
+      'or its owner is on the active list; COUNTERPARTY_SANCTIONED: the counterparty named (by a capture: its ' +
+      "hold's) is; then the limits",
   });
 export type RefusalReason = z.infer<typeof refusalReason>;
 

@@ -5,6 +5,7 @@ import type { AuditService } from '../audit/audit.service.ts';
 import { auditMeta } from '../audit/audit.service.ts';
 import type { ReadCache } from '../cache/read-cache.ts';
 import type { EventsService } from '../events/events.service.ts';
+import { screeningRefusal } from '../sanctions/sanctions.repository.ts';
 import type { Actor } from '../shared/actor.ts';
 import { type Clock, toUnixSeconds } from '../shared/clock.ts';
 import { idFromCursor, page } from '../shared/cursor.ts';
@@ -224,16 +225,24 @@ export function createBudgetsService({ db, clock, audit, events, budgetThreshold
       return toBudget(row, now);
     },
 
-    /** Advisory: would this amount be allowed now? Changes nothing. `fresh` bypasses the read cache. */
+    /**
+     * Advisory: would this amount be allowed now? Changes nothing. `fresh` bypasses the read
+     * cache. A check naming a counterparty screens it as the spend would (one more read, past the
+     * cache, only then).
+     */
     async check(
       actor: Actor,
       address: string,
-      input: { amount: string; asset?: string | undefined },
+      input: AmountInput,
       options: { fresh?: boolean } = {},
     ): Promise<BudgetCheck> {
       const now = clock();
-      const budget = await budgetOf(keyOf(actor, address, input.asset), options.fresh);
+      let budget = await budgetOf(keyOf(actor, address, input.asset), options.fresh);
       if (!budget && !(await findAgent(db, address))) throw new AgentNotFoundError(address);
+      if (budget && budget.state.screening === null && input.counterparty !== undefined) {
+        const screening = await screeningRefusal(db, address, input.counterparty);
+        if (screening !== null) budget = { ...budget, state: { ...budget.state, screening } };
+      }
       return checkAnswer(budget, input.amount, now);
     },
 

@@ -51,6 +51,8 @@ interface DecisionFacts {
   budget: Decision['budget'];
   policy: Decision['policy'];
   modelVersion: string;
+  /** The `approvalId` the request named, kept with its inputs whether or not it was redeemed (absent: none). */
+  approvalIdGiven?: string;
 }
 
 const DAY_MS = 86_400_000;
@@ -250,6 +252,7 @@ export function createDecisionsService(deps: DecisionsDeps) {
           matchedRule: outcome.kind === 'matched' ? outcome.rule.name : null,
         },
         modelVersion: SCORE_MODEL_VERSION,
+        ...(input.approvalId !== undefined && { approvalIdGiven: input.approvalId }),
       };
 
       const write = async (trx: Kysely<DB>, after: (effect: () => void) => void) => {
