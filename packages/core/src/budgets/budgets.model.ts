@@ -48,7 +48,7 @@ export interface BudgetState {
   /** Start of the window `dailySpent` and `dailyHeld` belong to. */
   dayStart: Date;
   monthStart: Date;
-  /** Why the sanctions screen refuses every payment of the agent (no active list, the agent or its owner listed); null: it passes. */
+  /** Why the sanctions screen refuses every payment of the agent (no active list, the agent or its owner listed); null: none. */
   screening: ScreeningRefusal | null;
 }
 
@@ -88,7 +88,8 @@ export interface Evaluation {
 
 /**
  * Whether `amount` may be spent (or held) now; never while the sanctions screen refuses the
- * agent, else the first limit that fails is the reason. What is held counts against a limit as what is spent does.
+ * agent, else the first limit that fails is the reason. What is held counts against a limit as
+ * what is spent does.
  */
 export function evaluateSpend(state: BudgetState, amount: bigint, now: Date): Evaluation {
   const spent = currentSpent(state, now);

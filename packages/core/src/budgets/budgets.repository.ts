@@ -155,7 +155,8 @@ function thresholdEvents(thresholds: number[]): RawBuilder<unknown> {
 /**
  * A spend (`kind: 'spend'`) or a hold (`kind: 'hold'`): one statement that rolls the windows
  * forward and, only if the sanctions screen passes (`screeningRefusalSql`: a list is active, and
- * neither the agent, its owner nor the counterparty is on it) and every limit holds against the row as it is when the row lock is taken
+ * neither the agent, its owner nor the counterparty is on it) and every limit holds against the
+ * row as it is when the row lock is taken
  * (Postgres re-evaluates a concurrently updated row) — with what is held counted as what is
  * spent — debits the budget (a spend) or adds to what it holds (a hold, which also inserts the
  * authorization). A spend writes its ledger row accepted or refused; a refused hold writes a

@@ -329,8 +329,9 @@ export function createDecisionsService(deps: DecisionsDeps) {
         }
 
         const decisionId = record.id;
-        // The approval the decision redeemed; one it could not (another organization's, or
-        // another payment's) is named in its APPROVAL_INVALID reason only.
+        // The approval the decision redeemed. One it was given and did not redeem (another
+        // organization's, another payment's, or not needed) is kept only in its facts
+        // (approvalIdGiven) and, when only it stood in the way, in its APPROVAL_INVALID reason.
         const redeemedId = redeemed && grant !== null ? grant.id : null;
         await repo.insertDecisions(trx, [
           {
