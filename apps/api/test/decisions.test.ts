@@ -623,24 +623,31 @@ describe('holds and approvals', () => {
 });
 
 describe('approvals with keys', () => {
+  const ADMIN = 'decisions-admin-secret-0123456789';
+  const as = (key: string) => ({ authorization: `Bearer ${key}` });
+
+  /** An agent registered under `key`'s organization, with a budget and a policy that sends every payment to review. */
+  async function reviewedAgent(app: TestContext, key: string): Promise<string> {
+    const agent = randomAddress();
+    await post(app.app, '/api/agents/register', { address: agent }, as(key));
+    await post(app.app, `/api/budgets/${agent}/set`, limits, as(key));
+    await app.app.inject({
+      method: 'PUT',
+      url: `/api/agents/${agent}/policy`,
+      payload: { rules: [{ name: 'all', action: 'review' }] },
+      headers: as(key),
+    });
+    return agent;
+  }
+
   it('need the approve scope, and never the key that asked for the review', async () => {
-    const ADMIN = 'decisions-admin-secret-0123456789';
     const app = await createTestApp({ edge: { auth: { mode: 'on', adminKey: ADMIN } } });
     try {
       const owner = await createOrganizationKey(app.app, ADMIN, 'reviews');
       const both = await createKey(app.app, owner, { name: 'spender-approver', scopes: ['spend', 'approve'] });
       const approver = await createKey(app.app, owner, { name: 'approver', scopes: ['approve'] });
       const spender = await createKey(app.app, owner, { name: 'spender', scopes: ['spend'] });
-      const as = (key: string) => ({ authorization: `Bearer ${key}` });
-      const agent = randomAddress();
-      await post(app.app, '/api/agents/register', { address: agent }, as(owner));
-      await post(app.app, `/api/budgets/${agent}/set`, limits, as(owner));
-      await app.app.inject({
-        method: 'PUT',
-        url: `/api/agents/${agent}/policy`,
-        payload: { rules: [{ name: 'all', action: 'review' }] },
-        headers: as(owner),
-      });
+      const agent = await reviewedAgent(app, owner);
       const review = await post(app.app, '/api/decisions', { agent, amount: '10' }, as(both));
       const id = review.json().data.approvalId;
       expect((await post(app.app, `/api/approvals/${id}/approve`, {}, as(spender))).statusCode).toBe(403);
@@ -657,22 +664,12 @@ describe('approvals with keys', () => {
   });
 
   it('a decision of another organization naming an approval neither redeems nor touches it', async () => {
-    const ADMIN = 'decisions-admin-secret-0123456789';
     const app = await createTestApp({ edge: { auth: { mode: 'on', adminKey: ADMIN } } });
     try {
       const alpha = await createOrganizationKey(app.app, ADMIN, 'alpha');
       const approver = await createKey(app.app, alpha, { name: 'approver', scopes: ['approve'] });
       const beta = await createOrganizationKey(app.app, ADMIN, 'beta');
-      const as = (key: string) => ({ authorization: `Bearer ${key}` });
-      const agent = randomAddress();
-      await post(app.app, '/api/agents/register', { address: agent }, as(alpha));
-      await post(app.app, `/api/budgets/${agent}/set`, limits, as(alpha));
-      await app.app.inject({
-        method: 'PUT',
-        url: `/api/agents/${agent}/policy`,
-        payload: { rules: [{ name: 'all', action: 'review' }] },
-        headers: as(alpha),
-      });
+      const agent = await reviewedAgent(app, alpha);
       const approvalId = (await post(app.app, '/api/decisions', { agent, amount: '10' }, as(alpha))).json().data
         .approvalId;
       expect((await post(app.app, `/api/approvals/${approvalId}/approve`, {}, as(approver))).statusCode).toBe(200);
