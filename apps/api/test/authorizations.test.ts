@@ -1,6 +1,7 @@
 import {
   authorization,
   authorizationResult,
+  authorizationState,
   budget,
   captureResult,
   failureEnvelope,
@@ -154,7 +155,15 @@ describe('holds', () => {
     const shop = randomAddress();
     const mine = await held(agent, { amount: '100' });
     const theirs = await held(agent, { amount: '50', counterparty: shop });
+    const state = async (id: string) => {
+      const res = await get(t.app, `/api/budgets/${agent}/authorizations/${id}`);
+      return successEnvelope(authorizationState).parse(res.json()).data;
+    };
+    expect(await state(theirs.authorizationId)).toMatchObject({ status: 'held', screening: null });
     await list(shop);
+    // The hold read alone says what a capture would now meet.
+    expect(await state(theirs.authorizationId)).toMatchObject({ status: 'held', screening: 'COUNTERPARTY_SANCTIONED' });
+    expect(await state(mine.authorizationId)).toMatchObject({ screening: null });
     const toShop = await post(t.app, `/api/budgets/${agent}/authorizations/${theirs.authorizationId}/capture`, {});
     expect([toShop.statusCode, toShop.json().error]).toEqual([
       422,
@@ -182,6 +191,64 @@ describe('holds', () => {
     expect(
       (await post(t.app, `/api/budgets/${agent}/authorizations/${mine.authorizationId}/void`, {})).statusCode,
     ).toBe(200);
+    // A hold no longer held says so before any screen: the screen refuses money that could move.
+    const again = await withoutSanctionsList(t.database.db, () =>
+      post(t.app, `/api/budgets/${agent}/authorizations/${mine.authorizationId}/capture`, {}),
+    );
+    expect([again.statusCode, code(again), again.json().error.details.status]).toEqual([
+      409,
+      'AUTHORIZATION_NOT_HELD',
+      'voided',
+    ]);
+  });
+
+  it('a settled capture records a payment that has already moved, saying what the screen now finds', async () => {
+    const agent = await createAgentWithBudget(t.app, limits);
+    const shop = randomAddress();
+    const h = await held(agent, { amount: '300', counterparty: shop });
+    const h2 = await held(agent, { amount: '100' });
+    await listOnActiveSnapshot(t.database.db, shop);
+    const url = `/api/budgets/${agent}/authorizations/${h.authorizationId}/capture`;
+    const res = await post(t.app, url, { amount: '250', settled: true });
+    expect(res.statusCode, res.body).toBe(200);
+    const captured = successEnvelope(captureResult).parse(res.json()).data;
+    expect(captured).toMatchObject({
+      authorization: { status: 'captured', captured: '250' },
+      screening: 'COUNTERPARTY_SANCTIONED',
+    });
+    expect(await readBudget(agent)).toMatchObject({ dailySpent: '250', dailyHeld: '100' });
+    // The audit trail keeps what the capture was recorded despite.
+    const audit = await t.database.db
+      .selectFrom('audit_log')
+      .select('entry')
+      .where('action', '=', 'authorization.captured')
+      .where('target', '=', agent)
+      .execute();
+    expect(audit.map((row) => JSON.parse(row.entry).details)).toEqual([
+      expect.objectContaining({
+        authorizationId: h.authorizationId,
+        captured: '250',
+        screening: 'COUNTERPARTY_SANCTIONED',
+      }),
+    ]);
+    // With no list, too; and a settled capture that passes the screen answers null.
+    const unscreened = await withoutSanctionsList(t.database.db, () =>
+      post(t.app, `/api/budgets/${agent}/authorizations/${h2.authorizationId}/capture`, { settled: true }),
+    );
+    expect(unscreened.json().data.screening).toBe('SANCTIONS_LIST_UNAVAILABLE');
+    const clean = await held(agent, { amount: '10' });
+    const passes = await post(t.app, `/api/budgets/${agent}/authorizations/${clean.authorizationId}/capture`, {
+      settled: true,
+    });
+    expect(passes.json().data).toMatchObject({ screening: null, authorization: { status: 'captured' } });
+    expect(await readBudget(agent)).toMatchObject({ dailySpent: '360', dailyHeld: '0' });
+    // Settled or not, a capture takes no more than the hold.
+    const big = await held(agent, { amount: '10' });
+    const over = await post(t.app, `/api/budgets/${agent}/authorizations/${big.authorizationId}/capture`, {
+      amount: '11',
+      settled: true,
+    });
+    expect([over.statusCode, code(over)]).toEqual([422, 'CAPTURE_EXCEEDS_HOLD']);
   });
 
   it('expire: past its time a hold can no longer be captured, and the sweep gives back what it held', async () => {

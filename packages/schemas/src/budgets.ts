@@ -166,12 +166,42 @@ export const captureBody = z.strictObject({
   amount: positiveAmount
     .optional()
     .meta({ description: 'At most what is held; absent → all of it. The rest is released.' }),
+  settled: z
+    .boolean()
+    .optional()
+    .meta({
+      description:
+        'true: the payment has already moved (an x402 settlement, a card network that settled): the capture records ' +
+        'it even when the sanctions screen would now refuse it, and `screening` says what the screen found. ' +
+        'Absent or false: the screen refuses the capture (422 BUDGET_EXCEEDED), as it refuses a spend.',
+    }),
 });
+
+/** What the sanctions screen finds for a payment: the reason it refuses it, or null. */
+export const paymentScreening = refusalReason
+  .extract(['SANCTIONS_LIST_UNAVAILABLE', 'SANCTIONED', 'COUNTERPARTY_SANCTIONED'])
+  .nullable();
+
+export const authorizationState = authorization
+  .extend({
+    screening: paymentScreening.meta({
+      description:
+        'What the sanctions screen would find if the hold were captured now (the agent, its owner and the ' +
+        "hold's counterparty on the active list, or no list): null, or the reason a capture would be refused",
+    }),
+  })
+  .meta({ id: 'AuthorizationState' });
+export type AuthorizationState = z.infer<typeof authorizationState>;
 
 export const captureResult = z
   .object({
     authorization,
     spendId: z.string().meta({ description: 'The ledger row of the capture (refunds name it)' }),
+    screening: paymentScreening.meta({
+      description:
+        'What the sanctions screen found at the capture: null (it passes), or, for a `settled` capture only, the ' +
+        'reason it would have refused — the payment is recorded all the same',
+    }),
   })
   .meta({ id: 'CaptureResult' });
 

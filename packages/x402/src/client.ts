@@ -49,6 +49,8 @@ const authorization = z.object({
   captured: z.string(),
   status: z.string(),
   expiresAt: z.number(),
+  /** The hold read on its own: what the sanctions screen would find if it were captured now (null: it passes). */
+  screening: z.string().nullable().optional(),
 });
 export type VouchAuthorization = z.infer<typeof authorization>;
 
@@ -61,7 +63,7 @@ const decision = z.object({
 });
 export type VouchDecision = z.infer<typeof decision>;
 
-const capture = z.object({ authorization, spendId: z.string() });
+const capture = z.object({ authorization, spendId: z.string(), screening: z.string().nullable() });
 const record = z.object({ agent: z.string(), txHash: z.string(), chainStatus: z.string() });
 const budgetCheck = z.object({
   allowed: z.boolean(),
@@ -103,10 +105,13 @@ export class VouchClient {
     return (await this.call('GET', `/api/budgets/${agent}/authorizations/${id}`, authorization)).data;
   }
 
-  /** Spends `amount` of a hold and releases the rest. */
-  capture(agent: string, id: string, amount: bigint, idempotencyKey: string) {
+  /**
+   * Spends `amount` of a hold and releases the rest. `settled`: the payment has already moved, so
+   * it is recorded whatever the sanctions screen now finds (the answer's `screening` says what).
+   */
+  capture(agent: string, id: string, amount: bigint, idempotencyKey: string, settled = false) {
     return this.call('POST', `/api/budgets/${agent}/authorizations/${id}/capture`, capture, {
-      body: { amount: amount.toString() },
+      body: settled ? { amount: amount.toString(), settled } : { amount: amount.toString() },
       idempotencyKey,
     });
   }

@@ -192,7 +192,8 @@ describe('the hooks', () => {
   it('after settlement: captures the settled amount and records, every call under the payment’s key', async () => {
     script = (req) => {
       if (req.url === '/api/decisions') return ok(allow);
-      if (req.url?.endsWith('/capture')) return ok({ authorization: { ...hold, status: 'captured' }, spendId: '4' });
+      if (req.url?.endsWith('/capture'))
+        return ok({ authorization: { ...hold, status: 'captured' }, spendId: '4', screening: null });
       return fail(403, 'FORBIDDEN'); // the record: the payer belongs to another organization
     };
     const { lines, logger } = recordingLogger();
@@ -206,10 +207,47 @@ describe('the hooks', () => {
       [`/api/budgets/${PAYER}/authorizations/9/capture`, `x402:eip155:8453:${PAYER}:nonce:0x${'01'.repeat(32)}`],
       ['/api/transactions/record', `x402:eip155:8453:${PAYER}:nonce:0x${'01'.repeat(32)}`],
     ]);
-    expect(JSON.parse(seen[1]?.body ?? '')).toEqual({ amount: '7000' });
+    // The money has moved: the capture records it whatever the screen now finds.
+    expect(JSON.parse(seen[1]?.body ?? '')).toEqual({ amount: '7000', settled: true });
     expect(lines.map((l) => l.message)).toContain(
       'not recorded: the payer is registered by another Vouch organization, and recording is its owner’s write',
     );
+  });
+
+  it('stops a payment before settlement when the screen now refuses its hold, and voids the hold', async () => {
+    script = (req) => {
+      if (req.url === '/api/decisions') return ok(allow, { 'idempotency-replayed': 'true' });
+      if (req.url?.endsWith('/void')) return ok({ ...hold, status: 'voided' });
+      return ok({ ...hold, screening: 'SANCTIONS_LIST_UNAVAILABLE' });
+    };
+    const { lines, logger } = recordingLogger();
+    const hooks = createVouchHooks({ url, logger });
+    expect(await hooks.onBeforeSettle(ctx)).toMatchObject({
+      abort: true,
+      reason: 'vouch_deny:SANCTIONS_LIST_UNAVAILABLE',
+    });
+    expect(seen.map((s) => `${s.method} ${s.url}`)).toEqual([
+      'POST /api/decisions',
+      `GET /api/budgets/${PAYER}/authorizations/9`,
+      `POST /api/budgets/${PAYER}/authorizations/9/void`,
+    ]);
+    expect(lines.map((l) => l.message)).toContain('hold voided');
+  });
+
+  it('logs a settled payment the screen now refuses as an error, captured all the same', async () => {
+    script = (req) => {
+      if (req.url === '/api/decisions') return ok(allow);
+      if (req.url?.endsWith('/capture'))
+        return ok({ authorization: { ...hold, status: 'captured' }, spendId: '4', screening: 'SANCTIONED' });
+      return ok({ agent: PAYER, txHash: `0x${'ab'.repeat(32)}`, chainStatus: 'unverified' });
+    };
+    const { lines, logger } = recordingLogger();
+    const hooks = createVouchHooks({ url, logger });
+    await hooks.onAfterSettle({ ...ctx, result: { success: true, transaction: `0x${'ab'.repeat(32)}` } });
+    expect(lines).toContainEqual({
+      level: 'error',
+      message: 'settled and captured, but the sanctions screen now refuses this payment',
+    });
   });
 
   it('keeps the hold when a settlement’s outcome is unknown, voids it when nothing moved', async () => {

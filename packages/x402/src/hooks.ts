@@ -78,11 +78,13 @@ function reportedFailure(error: unknown): { errorReason?: string } | null {
  *
  * - `onBeforeVerify` / `onBeforeSettle`: `POST /api/decisions` for the payer (screening payTo) with
  *   `hold: true`; a deny, a review (by default), a hold no longer held or an unreachable Vouch (by
- *   default) aborts with the reason.
+ *   default) aborts with the reason. A replayed decision's hold is read as it is now, with what
+ *   the sanctions screen finds now: a refusal aborts and voids the hold.
  * - `onAfterVerify` (a payment the facilitator found invalid), `onVerifyFailure`, `onSettleFailure`
  *   and `onVerifiedPaymentCanceled` (the resource's handler failed): the hold is voided.
  * - `onAfterSettle`: the hold is captured for the settled amount (less than held for `upto`; the
- *   rest is released) and the transaction recorded.
+ *   rest is released) as `settled` — the money has moved, so the screen cannot refuse recording
+ *   it — and the transaction recorded.
  *
  * Every call for one payment carries the same `Idempotency-Key`, so a retried payment decides and
  * holds once, and captures once. No hook throws: the x402 packages would only log it.
@@ -138,6 +140,8 @@ export function createVouchHooks(options: VouchHooksOptions) {
           { phase, ...facts(payment), decisionId: decision.decisionId, reason: verdict.reason },
           verdict.message,
         );
+        // An abort before settlement calls no failure hook: the hold the screen now refuses is voided here.
+        if (verdict.voids) await voidHold(payment, verdict.voids, verdict.reason);
         return { abort: true, reason: verdict.reason, message: verdict.message };
       }
       if (decision.decision === 'review')
@@ -164,6 +168,19 @@ export function createVouchHooks(options: VouchHooksOptions) {
     }
   }
 
+  /** Voids the payment's hold; a failure is logged (the hold is then released when it expires). */
+  async function voidHold(payment: PaymentFacts, authorizationId: string, why: string): Promise<void> {
+    try {
+      await client.void(payment.payer, authorizationId, payment.idempotencyKey);
+      log.info({ ...facts(payment), authorizationId, why }, 'hold voided');
+    } catch (error) {
+      log.error(
+        { ...facts(payment), why, err: error instanceof Error ? error.message : String(error) },
+        'could not void the hold; it is released when it expires',
+      );
+    }
+  }
+
   /** Releases the payment's hold, if it has one that is still held. */
   async function release(ctx: PaymentContext, why: string): Promise<void> {
     const described = describe(ctx);
@@ -173,13 +190,12 @@ export function createVouchHooks(options: VouchHooksOptions) {
       const decision = await decisionOf(payment);
       const hold = decision.authorization;
       if (hold?.status !== 'held') return;
-      await client.void(payment.payer, hold.authorizationId, payment.idempotencyKey);
-      log.info({ ...facts(payment), authorizationId: hold.authorizationId, why }, 'hold voided');
+      await voidHold(payment, hold.authorizationId, why);
     } catch (error) {
-      // Not voided: the hold stays reserved until it expires (it cannot be captured after that).
+      // Not read, so not voided: the hold stays reserved until it expires (it cannot be captured after that).
       log.error(
         { ...facts(payment), why, err: error instanceof Error ? error.message : String(error) },
-        'could not void the hold; it is released when it expires',
+        'could not read the hold to void it; it is released when it expires',
       );
     }
   }
@@ -213,8 +229,20 @@ export function createVouchHooks(options: VouchHooksOptions) {
         await client.void(payment.payer, hold.authorizationId, payment.idempotencyKey);
         log.info({ ...base, authorizationId: hold.authorizationId }, 'settled nothing: hold voided');
       } else {
-        const { data } = await client.capture(payment.payer, hold.authorizationId, amount, payment.idempotencyKey);
-        log.info({ ...base, authorizationId: hold.authorizationId, spendId: data.spendId }, 'hold captured');
+        // The money has moved: the capture records it (`settled`) even if the screen now refuses it.
+        const { data } = await client.capture(
+          payment.payer,
+          hold.authorizationId,
+          amount,
+          payment.idempotencyKey,
+          true,
+        );
+        if (data.screening)
+          log.error(
+            { ...base, authorizationId: hold.authorizationId, spendId: data.spendId, screening: data.screening },
+            'settled and captured, but the sanctions screen now refuses this payment',
+          );
+        else log.info({ ...base, authorizationId: hold.authorizationId, spendId: data.spendId }, 'hold captured');
       }
     } catch (error) {
       log.error(

@@ -182,13 +182,14 @@ export interface DecisionLike {
   decisionId: string;
   decision: 'allow' | 'deny' | 'review';
   reasons: ReadonlyArray<{ code: string; detail: string }>;
-  authorization: { authorizationId: string; status: string } | null;
+  /** `screening`: on a hold read as it is now, what the sanctions screen would find if it were captured now. */
+  authorization: { authorizationId: string; status: string; screening?: string | null | undefined } | null;
   approvalId: string | null;
 }
 
 export type Verdict =
   | { proceed: true; authorizationId: string | null }
-  | { proceed: false; reason: string; message: string };
+  | { proceed: false; reason: string; message: string; voids?: string };
 
 /** What a review does to the payment: abort it (default; pay again once approved), or let it through. */
 export type ReviewMode = 'abort' | 'allow';
@@ -220,6 +221,15 @@ export function verdictOf(decision: DecisionLike, review: ReviewMode = 'abort'):
       proceed: false,
       reason: `vouch_hold_${hold.status}`,
       message: `${message}; its hold ${hold.authorizationId} is ${hold.status}: this payment was already settled or released`,
+    };
+  // The screen as it is now (a list imported since the decision, or none active): the money would
+  // move against it, so the payment stops here and its hold is released.
+  if (hold?.screening)
+    return {
+      proceed: false,
+      reason: `vouch_deny:${hold.screening}`,
+      message: `${message}; the sanctions screen now refuses its hold ${hold.authorizationId}: ${hold.screening}`,
+      voids: hold.authorizationId,
     };
   return { proceed: true, authorizationId: hold?.authorizationId ?? null };
 }

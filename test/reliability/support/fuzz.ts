@@ -453,7 +453,10 @@ function bodyTemplates(fx: FuzzFixtures): Record<string, fc.Arbitrary<Record<str
       },
       { requiredKeys: ['amount'] },
     ),
-    'POST /api/budgets/:address/authorizations/:id/capture': fc.record({ amount }, { requiredKeys: [] }),
+    'POST /api/budgets/:address/authorizations/:id/capture': fc.record(
+      { amount, settled: fc.oneof(fc.boolean(), nastyValue) },
+      { requiredKeys: [] },
+    ),
     'POST /api/budgets/:address/authorizations/:id/void': fc.oneof(fc.constant({}), fc.record({ amount })),
     'POST /api/budgets/:address/spends/:spendId/refund': fc.record(
       { amount, reason: fc.oneof(fc.string({ maxLength: 20 }), nastyValue) },
@@ -853,7 +856,7 @@ function validBodies(fx: FuzzFixtures): Record<string, fc.Arbitrary<unknown>> {
     'POST /api/budgets/:address/check': fc.record({ amount }),
     'POST /api/budgets/:address/spend': fc.record({ amount }),
     'POST /api/budgets/:address/authorizations': fc.record({ amount }),
-    'POST /api/budgets/:address/authorizations/:id/capture': fc.record({}),
+    'POST /api/budgets/:address/authorizations/:id/capture': fc.record({ settled: fc.boolean() }, { requiredKeys: [] }),
     'POST /api/budgets/:address/authorizations/:id/void': fc.constant({}),
     'POST /api/budgets/:address/spends/:spendId/refund': fc.record({
       amount: fc.bigInt({ min: 1n, max: 10n }).map(String),

@@ -7,6 +7,7 @@ import {
   authorizationList,
   authorizationParams,
   authorizationResult,
+  authorizationState,
   authorizeBody,
   budget,
   budgetCheck,
@@ -124,9 +125,9 @@ export const budgetsRoutes: FastifyPluginAsyncZod<{ services: Services }> = asyn
     schema: {
       operationId: 'getAuthorization',
       tags: ['budgets'],
-      summary: 'A hold and its state',
+      summary: 'A hold, its state, and what the sanctions screen would find if it were captured now',
       params: authorizationParams,
-      response: responses({ 200: authorization }, [404]),
+      response: responses({ 200: authorizationState }, [404]),
     },
     handler: async (req) => ok(await services.authorizations.get(actorOf(req), req.params.address, req.params.id)),
   });

@@ -1,8 +1,8 @@
 import type { AuthorizationRow, DB, Kysely } from '@vouch/db';
-import type { Authorization, AuthorizationResult, AuthorizeInput } from '@vouch/schemas';
+import type { Authorization, AuthorizationResult, AuthorizationState, AuthorizeInput } from '@vouch/schemas';
 import { auditMeta } from '../audit/audit.service.ts';
 import type { EventsService } from '../events/events.service.ts';
-import { screeningRefusal } from '../sanctions/sanctions.repository.ts';
+import type { ScreeningRefusal } from '../sanctions/sanctions.model.ts';
 import { type Actor, systemActor } from '../shared/actor.ts';
 import { type Clock, toUnixSeconds } from '../shared/clock.ts';
 import { idFromCursor, page } from '../shared/cursor.ts';
@@ -54,44 +54,67 @@ const positive = (value: bigint) => (value > 0n ? value : 0n).toString();
 export function createAuthorizationsService({ db, clock, budgets, events }: AuthorizationsDeps) {
   const { changed } = budgets;
 
-  /** Why a hold could not be released: not found, or in which state it is (read in the caller's transaction). */
-  async function refusal(
+  /**
+   * Releases a hold (`repo.release`), or says why it could not: not found, expired, a capture
+   * larger than the hold, the sanctions screen (the statement's own answer), or the state the hold
+   * is in (read after it). A hold that reads as releasable after a statement that found it not —
+   * it was approved in between — is tried once more.
+   */
+  async function releaseOrRefuse(
     executor: Kysely<DB>,
     actor: Actor,
     address: string,
     id: string,
-    capture: string | null,
-    kind: 'capture' | 'void',
-  ): Promise<never> {
-    const row = await repo.findAuthorization(executor, actor.organizationId, address, id);
-    if (!row) throw new AuthorizationNotFoundError(id);
-    const now = clock();
-    if (row.status === 'held' && row.expires_at.getTime() <= now.getTime()) {
-      throw new DomainError('AUTHORIZATION_NOT_HELD', `authorization ${id} expired at its expiresAt`, {
-        status: 'expired',
-        authorization: toAuthorization(row),
+    kind: { status: 'captured'; capture: string | null; settled: boolean } | { status: 'voided' },
+  ): Promise<{ row: repo.ReleaseRow; screening: ScreeningRefusal | null }> {
+    const capture = kind.status === 'captured' ? kind.capture : null;
+    for (let attempt = 1; ; attempt++) {
+      const now = clock();
+      const released = await repo.release(executor, {
+        organizationId: actor.organizationId,
+        agent: address,
+        id,
+        capture,
+        status: kind.status,
+        settled: kind.status === 'captured' && kind.settled,
+        now,
+        audit: auditMeta(actor, now),
+        events: events?.meta(actor, now),
       });
+      if (released.row) return { row: released.row, screening: released.screening };
+      const { seen, screening } = released;
+      if (!seen) throw new AuthorizationNotFoundError(id);
+      // Held, unexpired and large enough when the statement ran: only its sanctions screen refused.
+      const amount = capture ?? seen.amount;
+      if (
+        screening !== null &&
+        seen.status === 'held' &&
+        seen.expiresAt.getTime() > now.getTime() &&
+        BigInt(amount) <= BigInt(seen.amount)
+      )
+        throw new BudgetExceededError({ amount, authorizationId: id, reason: screening });
+      const row = await repo.findAuthorization(executor, actor.organizationId, address, id);
+      if (!row) throw new AuthorizationNotFoundError(id);
+      if (row.status === 'held' && row.expires_at.getTime() <= now.getTime()) {
+        throw new DomainError('AUTHORIZATION_NOT_HELD', `authorization ${id} expired at its expiresAt`, {
+          status: 'expired',
+          authorization: toAuthorization(row),
+        });
+      }
+      if (row.status === 'held' && capture !== null && BigInt(capture) > BigInt(row.amount)) {
+        throw new DomainError('CAPTURE_EXCEEDS_HOLD', `a capture of ${capture} exceeds the ${row.amount} held`, {
+          held: row.amount,
+        });
+      }
+      if (row.status !== 'held' || attempt === 2)
+        throw new DomainError(
+          'AUTHORIZATION_NOT_HELD',
+          row.status === 'pending_approval'
+            ? `authorization ${id} waits for its approval`
+            : `authorization ${id} is ${row.status}, not held`,
+          { status: row.status, authorization: toAuthorization(row) },
+        );
     }
-    if (row.status === 'held' && capture !== null && BigInt(capture) > BigInt(row.amount)) {
-      throw new DomainError('CAPTURE_EXCEEDS_HOLD', `a capture of ${capture} exceeds the ${row.amount} held`, {
-        held: row.amount,
-      });
-    }
-    // Held, unexpired and large enough: only the sanctions screen refuses such a capture.
-    if (row.status === 'held' && kind === 'capture') {
-      throw new BudgetExceededError({
-        amount: capture ?? row.amount,
-        authorizationId: String(row.id),
-        reason: (await screeningRefusal(executor, address, row.counterparty)) ?? 'SANCTIONED',
-      });
-    }
-    throw new DomainError(
-      'AUTHORIZATION_NOT_HELD',
-      row.status === 'pending_approval'
-        ? `authorization ${id} waits for its approval`
-        : `authorization ${id} is ${row.status}, not held`,
-      { status: row.status, authorization: toAuthorization(row) },
-    );
   }
 
   return {
@@ -161,24 +184,17 @@ export function createAuthorizationsService({ db, clock, budgets, events }: Auth
       actor: Actor,
       address: string,
       id: string,
-      input: { amount?: string | undefined },
+      input: { amount?: string | undefined; settled?: boolean | undefined },
       executor: Kysely<DB> = db,
       afterCommit: (effect: () => void) => void = (effect) => effect(),
     ) {
-      const now = clock();
-      const row = await repo.release(executor, {
-        organizationId: actor.organizationId,
-        agent: address,
-        id,
-        capture: input.amount ?? null,
+      const { row, screening } = await releaseOrRefuse(executor, actor, address, id, {
         status: 'captured',
-        now,
-        audit: auditMeta(actor, now),
-        events: events?.meta(actor, now),
+        capture: input.amount ?? null,
+        settled: input.settled === true,
       });
-      if (!row) return refusal(executor, actor, address, id, input.amount ?? null, 'capture');
       afterCommit(changed(address));
-      return { authorization: toAuthorization(row), spendId: row.spend_id as string };
+      return { authorization: toAuthorization(row), spendId: row.spend_id as string, screening };
     },
 
     /** Releases a hold without spending anything of it, once. */
@@ -189,26 +205,16 @@ export function createAuthorizationsService({ db, clock, budgets, events }: Auth
       executor: Kysely<DB> = db,
       afterCommit: (effect: () => void) => void = (effect) => effect(),
     ): Promise<Authorization> {
-      const now = clock();
-      const row = await repo.release(executor, {
-        organizationId: actor.organizationId,
-        agent: address,
-        id,
-        capture: null,
-        status: 'voided',
-        now,
-        audit: auditMeta(actor, now),
-        events: events?.meta(actor, now),
-      });
-      if (!row) return refusal(executor, actor, address, id, null, 'void');
+      const { row } = await releaseOrRefuse(executor, actor, address, id, { status: 'voided' });
       afterCommit(changed(address));
       return toAuthorization(row);
     },
 
-    async get(actor: Actor, address: string, id: string): Promise<Authorization> {
-      const row = await repo.findAuthorization(db, actor.organizationId, address, id);
+    /** A hold, and what the sanctions screen would find if it were captured now. */
+    async get(actor: Actor, address: string, id: string): Promise<AuthorizationState> {
+      const row = await repo.findAuthorizationState(db, actor.organizationId, address, id);
       if (!row) throw new AuthorizationNotFoundError(id);
-      return toAuthorization(row);
+      return { ...toAuthorization(row), screening: row.screening as ScreeningRefusal | null };
     },
 
     async list(

@@ -278,6 +278,11 @@ export interface Release {
   status: 'captured' | 'voided';
   /** Also a hold waiting for its approval: only the approval's denial ends one (a public void is 409). */
   allowPending?: boolean | undefined;
+  /**
+   * The payment has already moved (an x402 settlement): the capture records it whatever the
+   * sanctions screen now finds, and answers what it found. Otherwise the screen refuses it.
+   */
+  settled?: boolean | undefined;
   now: Date;
   audit: AuditMeta;
   /** Its event (`authorization.captured` / `authorization.voided`); null or absent: none. */
@@ -287,26 +292,55 @@ export interface Release {
 export type ReleaseRow = AuthorizationRow & { spend_id: string | null };
 
 /**
+ * What a release did: the hold as released (`row`), or nothing (`row` undefined, the hold found
+ * or not); and, for a capture, what the sanctions screen found in the same statement (null: it
+ * passes) — why it was refused, or, for a `settled` capture, what it was recorded despite.
+ */
+export interface Released {
+  row: ReleaseRow | undefined;
+  /** The hold as the statement saw it before releasing (undefined: no such hold). */
+  seen: { status: AuthorizationRow['status']; expiresAt: Date; amount: string } | undefined;
+  screening: ScreeningRefusal | null;
+}
+
+/**
  * Captures (in part or whole) or voids a hold, in one statement: the hold leaves `held` (only a
  * hold in `held`, or `pending_approval` with `allowPending`, that has not expired, and a capture
  * no larger than it), and the budget gives back what it reserved in each of its windows that the
  * budget still counts, adding what was captured to what is spent there (the budget row's own
  * windows decide, as it is when locked). A capture writes a ledger row in the hold's windows.
- * Nothing happens (no row) when the hold is not `held`, the capture is larger than the hold, or
- * the sanctions screen refuses a capture (`screeningRefusalSql`): a hold is released at most once.
+ * Nothing happens when the hold is not `held`, the capture is larger than the hold, or the
+ * sanctions screen refuses a capture that is not `settled` (`screeningRefusalSql`): a hold is
+ * released at most once.
  */
-export async function release(db: Executor, v: Release): Promise<ReleaseRow | undefined> {
-  const captured = v.status === 'captured' ? (v.capture === null ? sql`a.amount` : sql`${v.capture}::numeric`) : sql`0`;
-  const result = await sql<ReleaseRow>`
-    WITH a AS (
+export async function release(db: Executor, v: Release): Promise<Released> {
+  const capturing = v.status === 'captured';
+  const captured = capturing ? (v.capture === null ? sql`a.amount` : sql`${v.capture}::numeric`) : sql`0`;
+  const result = await sql<
+    ReleaseRow & {
+      screened: unknown;
+      screening: ScreeningRefusal | null;
+      released: boolean;
+      seen_status: AuthorizationRow['status'];
+      seen_expires_at: Date;
+      seen_amount: string;
+    }
+  >`
+    WITH seen AS (
+      -- Money moves at the capture: the sanctions screen meets it as it meets a spend (no active
+      -- list, or the agent, its owner or the hold's counterparty listed since the hold), and its
+      -- answer is this statement's, so the reason given is the one that refused.
+      SELECT h.id, h.status, h.expires_at, h.amount::text AS amount, CASE WHEN ${capturing} THEN ${screeningRefusalSql(v.agent, sql.ref('h.counterparty'))} END AS screening
+      FROM authorizations AS h
+      WHERE h.id = ${v.id}::bigint AND h.organization_id = ${v.organizationId} AND h.agent = ${v.agent}
+    ), a AS (
       UPDATE authorizations AS a SET status = ${v.status}, captured = ${captured}, updated_at = ${v.now},
-        captured_at = ${v.status === 'captured' ? v.now : null}::timestamptz, released_at = ${v.now}
-      WHERE a.id = ${v.id}::bigint AND a.organization_id = ${v.organizationId} AND a.agent = ${v.agent}
+        captured_at = ${capturing ? v.now : null}::timestamptz, released_at = ${v.now}
+      FROM seen
+      WHERE a.id = seen.id
         AND (a.status = 'held' OR (${v.status === 'voided' && v.allowPending === true} AND a.status = 'pending_approval'))
         AND a.expires_at > ${v.now} AND ${captured} <= a.amount
-        -- Money moves at the capture: the sanctions screen refuses it as it refuses a spend (no
-        -- active list, or the agent, its owner or the hold's counterparty listed since the hold).
-        AND NOT (${v.status === 'captured'} AND ${screeningRefusalSql(v.agent, sql.ref('a.counterparty'))} IS NOT NULL)
+        AND (seen.screening IS NULL OR ${v.settled === true})
       RETURNING a.*
     ), upd AS (
       UPDATE budgets AS b SET
@@ -328,14 +362,16 @@ export async function release(db: Executor, v: Release): Promise<ReleaseRow | un
     ), outcome AS (
       -- Reading upd here takes the budget's row lock before the audit head's, as every other
       -- statement does: a data-modifying CTE nobody reads runs at the end, in no set order.
-      SELECT a.*, ledger.id::text AS spend_id FROM a LEFT JOIN upd ON true LEFT JOIN ledger ON true
+      SELECT a.*, ledger.id::text AS spend_id, seen.screening AS screened
+      FROM a JOIN seen ON true LEFT JOIN upd ON true LEFT JOIN ledger ON true
     ), ${auditCtes(
       v.audit,
       {
         action: sql`${`authorization.${v.status}`}::text`,
         target: sql`a.agent`,
         details: sql`jsonb_build_object('authorizationId', a.id::text, 'amount', a.amount::text,
-          'captured', a.captured::text, 'spendId', a.spend_id)`,
+          'captured', a.captured::text, 'spendId', a.spend_id)
+          || CASE WHEN a.screened IS NULL THEN '{}'::jsonb ELSE jsonb_build_object('screening', a.screened) END`,
       },
       sql`outcome AS a`,
     )}, ${eventCtes(
@@ -349,8 +385,17 @@ export async function release(db: Executor, v: Release): Promise<ReleaseRow | un
       },
       sql`outcome AS a`,
     )}
-    SELECT outcome.*, outcome.id::text AS id FROM outcome`.execute(db);
-  return result.rows[0];
+    SELECT outcome.*, outcome.id::text AS id, seen.screening, outcome.id IS NOT NULL AS released,
+      seen.status AS seen_status, seen.expires_at AS seen_expires_at, seen.amount AS seen_amount
+    FROM seen LEFT JOIN outcome ON true`.execute(db);
+  const first = result.rows[0];
+  if (!first) return { row: undefined, seen: undefined, screening: null };
+  const { screened: _s, screening, released, seen_status, seen_expires_at, seen_amount, ...row } = first;
+  return {
+    row: released ? (row as ReleaseRow) : undefined,
+    seen: { status: seen_status, expiresAt: seen_expires_at, amount: seen_amount },
+    screening,
+  };
 }
 
 /** The organizations that have holds past their time, for the sweep to expire one organization at a time. */
@@ -434,6 +479,19 @@ export function findAuthorization(db: Executor, organizationId: string, agent: s
     .selectFrom('authorizations')
     .selectAll()
     .select(sql<string>`id::text`.as('id'))
+    .where('organization_id', '=', organizationId)
+    .where('agent', '=', agent)
+    .where('id', '=', id)
+    .executeTakeFirst();
+}
+
+/** A hold, and what the sanctions screen would find if it were captured now (null: it passes). */
+export function findAuthorizationState(db: Executor, organizationId: string, agent: string, id: string) {
+  return db
+    .selectFrom('authorizations')
+    .selectAll()
+    .select(sql<string>`id::text`.as('id'))
+    .select(screeningRefusalSql(agent, sql.ref('authorizations.counterparty')).as('screening'))
     .where('organization_id', '=', organizationId)
     .where('agent', '=', agent)
     .where('id', '=', id)
