@@ -231,6 +231,16 @@ describe('holds', () => {
         screening: 'COUNTERPARTY_SANCTIONED',
       }),
     ]);
+    // And its event tells subscribers.
+    const announced = await t.database.db
+      .selectFrom('events')
+      .select('data')
+      .where('type', '=', 'authorization.captured')
+      .where('agent', '=', agent)
+      .execute();
+    expect(announced.map((row) => row.data)).toEqual([
+      expect.objectContaining({ authorizationId: h.authorizationId, screening: 'COUNTERPARTY_SANCTIONED' }),
+    ]);
     // With no list, too; and a settled capture that passes the screen answers null.
     const unscreened = await withoutSanctionsList(t.database.db, () =>
       post(t.app, `/api/budgets/${agent}/authorizations/${h2.authorizationId}/capture`, { settled: true }),

@@ -381,7 +381,8 @@ export async function release(db: Executor, v: Release): Promise<Released> {
         type: sql`${`authorization.${v.status}`}::text`,
         agent: sql`a.agent`,
         data: sql`jsonb_build_object('authorizationId', a.id::text, 'amount', a.amount::text, 'asset', a.asset,
-          'counterparty', a.counterparty, 'captured', a.captured::text, 'spendId', a.spend_id)`,
+          'counterparty', a.counterparty, 'captured', a.captured::text, 'spendId', a.spend_id)
+          || CASE WHEN a.screened IS NULL THEN '{}'::jsonb ELSE jsonb_build_object('screening', a.screened) END`,
       },
       sql`outcome AS a`,
     )}
