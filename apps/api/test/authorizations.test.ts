@@ -1,3 +1,4 @@
+import { sql } from '@vouch/db';
 import {
   authorization,
   authorizationResult,
@@ -217,30 +218,15 @@ describe('holds', () => {
       screening: 'COUNTERPARTY_SANCTIONED',
     });
     expect(await readBudget(agent)).toMatchObject({ dailySpent: '250', dailyHeld: '100' });
-    // The audit trail keeps what the capture was recorded despite.
-    const audit = await t.database.db
-      .selectFrom('audit_log')
-      .select('entry')
-      .where('action', '=', 'authorization.captured')
-      .where('target', '=', agent)
-      .execute();
-    expect(audit.map((row) => JSON.parse(row.entry).details)).toEqual([
-      expect.objectContaining({
-        authorizationId: h.authorizationId,
-        captured: '250',
-        screening: 'COUNTERPARTY_SANCTIONED',
-      }),
-    ]);
-    // And its event tells subscribers.
-    const announced = await t.database.db
-      .selectFrom('events')
-      .select('data')
-      .where('type', '=', 'authorization.captured')
-      .where('agent', '=', agent)
-      .execute();
-    expect(announced.map((row) => row.data)).toEqual([
-      expect.objectContaining({ authorizationId: h.authorizationId, screening: 'COUNTERPARTY_SANCTIONED' }),
-    ]);
+    // The audit trail keeps what the capture was recorded despite, and its event tells subscribers.
+    const kept = await sql<{ audit: unknown; events: unknown }>`SELECT
+      (SELECT json_agg(entry::jsonb -> 'details') FROM audit_log
+        WHERE action = 'authorization.captured' AND target = ${agent}) AS audit,
+      (SELECT json_agg(data) FROM events WHERE type = 'authorization.captured' AND agent = ${agent}) AS events`.execute(
+      t.database.db,
+    );
+    const said = expect.objectContaining({ authorizationId: h.authorizationId, screening: 'COUNTERPARTY_SANCTIONED' });
+    expect(kept.rows[0]).toEqual({ audit: [said], events: [said] });
     // With no list, too; and a settled capture that passes the screen answers null.
     const unscreened = await withoutSanctionsList(t.database.db, () =>
       post(t.app, `/api/budgets/${agent}/authorizations/${h2.authorizationId}/capture`, { settled: true }),
