@@ -63,7 +63,7 @@ const decision = z.object({
 });
 export type VouchDecision = z.infer<typeof decision>;
 
-const capture = z.object({ authorization, spendId: z.string(), screening: z.string().nullable() });
+const capture = z.object({ authorization, spendId: z.string(), screening: z.string().nullable().optional() });
 const record = z.object({ agent: z.string(), txHash: z.string(), chainStatus: z.string() });
 const budgetCheck = z.object({
   allowed: z.boolean(),
