@@ -1,3 +1,4 @@
+import { systemActor } from '@vouch/core';
 import { sql } from '@vouch/db';
 import {
   authorization,
@@ -15,6 +16,7 @@ import {
   createAgentWithBudget,
   createTestApp,
   get,
+  holdTransaction,
   listOnActiveSnapshot,
   post,
   randomAddress,
@@ -22,7 +24,7 @@ import {
   type TestContext,
   withoutSanctionsList,
 } from '@vouch/testkit';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 
 let t: TestContext;
 beforeAll(async () => {
@@ -503,5 +505,45 @@ describe('under concurrency', () => {
     const ledger = (await get(t.app, `/api/budgets/${agent}/spends?status=accepted&limit=1000`)).json().data.spends;
     const spentTotal = ledger.reduce((n: bigint, s: { amount: string }) => n + BigInt(s.amount), 0n);
     expect([budgetNow.dailySpent, budgetNow.dailyHeld]).toEqual([spentTotal.toString(), '0']);
+  });
+});
+
+// The embedded database has one connection: nothing can run beside an open transaction there.
+describe.runIf(inject('testDbMode') === 'postgres')('a settled capture racing a void', () => {
+  it('answers that the hold was voided, not what the screen found', async () => {
+    const agent = await createAgentWithBudget(t.app, limits);
+    const shop = randomAddress();
+    const h = await held(agent, { amount: '100', counterparty: shop });
+    await listOnActiveSnapshot(t.database.db, shop);
+    /** Capture statements of this database waiting for a row lock. */
+    const waiting = async () =>
+      (
+        await sql<{ n: number }>`SELECT count(*)::int AS n FROM pg_stat_activity
+          WHERE datname = current_database() AND wait_event_type = 'Lock'
+            AND query LIKE '%WITH seen AS%'`.execute(t.database.db)
+      ).rows[0]?.n ?? 0;
+    // The void's open transaction holds the hold's row: the capture's statement reads it held
+    // (screened: COUNTERPARTY_SANCTIONED), then waits, and finds it voided once the void commits.
+    const voiding = await holdTransaction(t.database.db, (trx) =>
+      t.services.authorizations.void(systemActor(), agent, h.authorizationId, trx),
+    );
+    let capture: ReturnType<typeof post> | undefined;
+    try {
+      capture = post(t.app, `/api/budgets/${agent}/authorizations/${h.authorizationId}/capture`, { settled: true });
+      const deadline = Date.now() + 10_000;
+      while ((await waiting()) < 1) {
+        if (Date.now() > deadline) throw new Error('the capture never waited for the void');
+        await new Promise((resolve) => setTimeout(resolve, 20));
+      }
+    } finally {
+      await voiding.release();
+    }
+    const res = await capture;
+    expect([res.statusCode, code(res), res.json().error.details.status]).toEqual([
+      409,
+      'AUTHORIZATION_NOT_HELD',
+      'voided',
+    ]);
+    expect(await readBudget(agent)).toMatchObject({ dailySpent: '0', dailyHeld: '0' });
   });
 });

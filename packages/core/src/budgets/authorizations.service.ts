@@ -84,10 +84,12 @@ export function createAuthorizationsService({ db, clock, budgets, events }: Auth
       if (released.row) return { row: released.row, screening: released.screening };
       const { seen, screening } = released;
       if (!seen) throw new AuthorizationNotFoundError(id);
-      // Held, unexpired and large enough when the statement ran: only its sanctions screen refused.
+      // Held, unexpired and large enough when the statement ran: only its sanctions screen refused
+      // (not a settled capture, which the screen does not refuse: the hold changed under it).
       const amount = capture ?? seen.amount;
       if (
         screening !== null &&
+        !(kind.status === 'captured' && kind.settled) &&
         seen.status === 'held' &&
         seen.expiresAt.getTime() > now.getTime() &&
         BigInt(amount) <= BigInt(seen.amount)
