@@ -479,6 +479,49 @@ describe('holds and approvals', () => {
     expect((await get(t.app, `/api/approvals/${approvalId}`)).json().data.status).toBe('redeemed');
   });
 
+  it('a grant whose hold was captured is used up; one whose hold was voided reserves a new hold', async () => {
+    const agent = await createAgentWithBudget(t.app, limits);
+    const cp = randomAddress();
+    await setPolicy(agent, [
+      { name: 'big', action: 'review', when: { amountAbove: '200' } },
+      { name: 'rest', action: 'allow' },
+    ]);
+    const approvedReview = async () => {
+      const review = await decideOk({ agent, amount: '300', counterparty: cp, hold: true });
+      expect((await post(t.app, `/api/approvals/${review.approvalId}/approve`, {})).statusCode).toBe(200);
+      return { approvalId: review.approvalId as string, holdId: review.authorization?.authorizationId as string };
+    };
+    const budgetNow = async () => (await get(t.app, `/api/budgets/${agent}`)).json().data;
+
+    // Captured straight after the approval: that capture is the approved payment.
+    const first = await approvedReview();
+    const captured = await post(t.app, `/api/budgets/${agent}/authorizations/${first.holdId}/capture`, {});
+    expect(captured.statusCode, captured.body).toBe(200);
+    expect((await get(t.app, `/api/approvals/${first.approvalId}`)).json().data.status).toBe('redeemed');
+    const twice = await decideOk({ agent, amount: '300', counterparty: cp, approvalId: first.approvalId, hold: true });
+    expect([twice.decision, codes(twice), twice.authorization]).toEqual([
+      'deny',
+      ['APPROVAL_INVALID', 'POLICY_REVIEW'],
+      null,
+    ]);
+    expect(await budgetNow()).toMatchObject({ dailySpent: '300', dailyHeld: '0' });
+
+    // Voided after the approval: the grant still pays once, and the payment gets a hold of its own.
+    const second = await approvedReview();
+    expect((await post(t.app, `/api/budgets/${agent}/authorizations/${second.holdId}/void`, {})).statusCode).toBe(200);
+    const redeemed = await decideOk({
+      agent,
+      amount: '300',
+      counterparty: cp,
+      approvalId: second.approvalId,
+      hold: true,
+    });
+    expect([redeemed.decision, codes(redeemed)]).toEqual(['allow', ['POLICY_REVIEW', 'APPROVAL_REDEEMED']]);
+    expect(redeemed.authorization).toMatchObject({ status: 'held', amount: '300' });
+    expect(redeemed.authorization?.authorizationId).not.toBe(second.holdId);
+    expect(await budgetNow()).toMatchObject({ dailySpent: '300', dailyHeld: '300' });
+  });
+
   it('redeeming a grant whose hold is reserved does not count that hold against the payment again', async () => {
     // Each limit alone would refuse the payment if its own hold counted as another payment.
     const cap = { name: 'cap', action: 'deny', when: { counterpartyCap: { amount: '500', windowSeconds: 86_400 } } };
@@ -618,6 +661,10 @@ describe('holds and approvals', () => {
     const refused = await decideOk({ agent, amount: '400', approvalId, hold: true });
     vi.restoreAllMocks();
     expect([refused.decision, codes(refused)]).toEqual(['deny', ['DAILY_LIMIT', 'POLICY_REVIEW']]);
+    // The answer's budget, and the stored one, are what the hold's statement found.
+    const refusedBudget = { allowed: false, reason: 'DAILY_LIMIT', dailyRemaining: '300' };
+    expect(refused.budget).toMatchObject(refusedBudget);
+    expect((await get(t.app, `/api/decisions/${refused.decisionId}`)).json().data.budget).toMatchObject(refusedBudget);
     expect((await grant.execute(t.database.db)).rows[0]).toEqual({ status: 'approved', redeemed_decision_id: null });
   });
 });

@@ -319,6 +319,7 @@ export async function release(db: Executor, v: Release): Promise<Released> {
   const result = await sql<
     ReleaseRow & {
       screened: unknown;
+      redeemed_approval: unknown;
       screening: ScreeningRefusal | null;
       released: boolean;
       seen_status: AuthorizationRow['status'];
@@ -359,11 +360,22 @@ export async function release(db: Executor, v: Release): Promise<Released> {
         ${v.now}, a.day_start, a.month_start, a.id
       FROM a WHERE a.captured > 0
       RETURNING id
+    ), granted AS (
+      ${
+        capturing
+          ? sql`-- A hold an approval reserved is that approval's payment: capturing it spends the grant,
+      -- so that no decision redeems it for a second payment.
+      UPDATE approvals AS p SET status = 'redeemed', redeemed_at = ${v.now}
+      FROM a
+      WHERE p.organization_id = a.organization_id AND p.status = 'approved' AND p.authorization_id = a.id
+      RETURNING p.id::text AS approval_id`
+          : sql`SELECT NULL::text AS approval_id WHERE false`
+      }
     ), outcome AS (
       -- Reading upd here takes the budget's row lock before the audit head's, as every other
       -- statement does: a data-modifying CTE nobody reads runs at the end, in no set order.
-      SELECT a.*, ledger.id::text AS spend_id, seen.screening AS screened
-      FROM a JOIN seen ON true LEFT JOIN upd ON true LEFT JOIN ledger ON true
+      SELECT a.*, ledger.id::text AS spend_id, seen.screening AS screened, granted.approval_id AS redeemed_approval
+      FROM a JOIN seen ON true LEFT JOIN upd ON true LEFT JOIN ledger ON true LEFT JOIN granted ON true
     ), ${auditCtes(
       v.audit,
       {
@@ -371,7 +383,9 @@ export async function release(db: Executor, v: Release): Promise<Released> {
         target: sql`a.agent`,
         details: sql`jsonb_build_object('authorizationId', a.id::text, 'amount', a.amount::text,
           'captured', a.captured::text, 'spendId', a.spend_id)
-          || CASE WHEN a.screened IS NULL THEN '{}'::jsonb ELSE jsonb_build_object('screening', a.screened) END`,
+          || CASE WHEN a.screened IS NULL THEN '{}'::jsonb ELSE jsonb_build_object('screening', a.screened) END
+          || CASE WHEN a.redeemed_approval IS NULL THEN '{}'::jsonb
+            ELSE jsonb_build_object('approvalRedeemed', a.redeemed_approval) END`,
       },
       sql`outcome AS a`,
     )}, ${eventCtes(
@@ -391,7 +405,16 @@ export async function release(db: Executor, v: Release): Promise<Released> {
     FROM seen LEFT JOIN outcome ON true`.execute(db);
   const first = result.rows[0];
   if (!first) return { row: undefined, seen: undefined, screening: null };
-  const { screened: _s, screening, released, seen_status, seen_expires_at, seen_amount, ...row } = first;
+  const {
+    screened: _s,
+    redeemed_approval: _r,
+    screening,
+    released,
+    seen_status,
+    seen_expires_at,
+    seen_amount,
+    ...row
+  } = first;
   return {
     row: released ? (row as ReleaseRow) : undefined,
     seen: { status: seen_status, expiresAt: seen_expires_at, amount: seen_amount },

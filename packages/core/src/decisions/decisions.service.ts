@@ -267,7 +267,9 @@ export function createDecisionsService(deps: DecisionsDeps) {
             const taken = await repo.redeemApproval(trx, grant);
             if (taken) {
               verdict = prospective;
-              approvalHold = taken.authorization_id;
+              // The grant's own hold pays for it while it is still held; one voided or expired since
+              // is gone, and a payment that asks for a hold reserves a new one.
+              approvalHold = ownHold && String(taken.authorization_id) === ownHold.id ? ownHold.id : null;
               redeemed = true;
             } else {
               verdict = decide({
@@ -301,8 +303,17 @@ export function createDecisionsService(deps: DecisionsDeps) {
             return hold.authorizationId;
           } catch (error) {
             if (!(error instanceof BudgetExceededError)) throw error;
-            const refusal = (error.details as { reason: string }).reason;
+            const details = error.details as { reason: string; dailyRemaining?: string; monthlyRemaining?: string };
+            const refusal = details.reason;
             verdict = decide({ ...evidence, budget: { allowed: false, reason: refusal as never } });
+            // What is stored and answered is what the hold's own statement found, not the check before it.
+            stored.budget = {
+              allowed: false,
+              reason: refusal,
+              dailyRemaining: details.dailyRemaining ?? check.dailyRemaining,
+              monthlyRemaining: details.monthlyRemaining ?? check.monthlyRemaining,
+              perTxLimit: check.perTxLimit,
+            };
             // The list changed since the screening: what is stored says so too.
             if (refusal === 'SANCTIONED') stored.sanctions.agent = 'listed';
             if (refusal === 'COUNTERPARTY_SANCTIONED') stored.sanctions.counterparty = 'listed';
