@@ -402,6 +402,18 @@ describe('policies', () => {
 });
 
 describe('holds and approvals', () => {
+  /** An agent with a budget whose payments above 200 go to review (after `rules`), and a counterparty. */
+  async function reviewsAbove200(rules: unknown[] = []) {
+    const agent = await createAgentWithBudget(t.app, limits);
+    const cp = randomAddress();
+    await setPolicy(agent, [
+      ...rules,
+      { name: 'big', action: 'review', when: { amountAbove: '200' } },
+      { name: 'rest', action: 'allow' },
+    ]);
+    return { agent, cp };
+  }
+
   it('an allow with hold holds the amount in the same transaction', async () => {
     const agent = await createAgentWithBudget(t.app, limits);
     const d = await decideOk({ agent, amount: '300', hold: true, expiresIn: 120 });
@@ -417,12 +429,7 @@ describe('holds and approvals', () => {
   });
 
   it('review → approve → redeem: the reserved hold becomes capturable, the grant is used once', async () => {
-    const agent = await createAgentWithBudget(t.app, limits);
-    const cp = randomAddress();
-    await setPolicy(agent, [
-      { name: 'big', action: 'review', when: { amountAbove: '200' } },
-      { name: 'rest', action: 'allow' },
-    ]);
+    const { agent, cp } = await reviewsAbove200();
     const review = await decideOk({ agent, amount: '500', counterparty: cp, hold: true });
     expect(review).toMatchObject({ decision: 'review', authorization: { status: 'pending_approval', amount: '500' } });
     expect(codes(review)).toEqual(['POLICY_REVIEW']);
@@ -480,12 +487,7 @@ describe('holds and approvals', () => {
   });
 
   it('a grant whose hold was captured is used up; one whose hold was voided reserves a new hold', async () => {
-    const agent = await createAgentWithBudget(t.app, limits);
-    const cp = randomAddress();
-    await setPolicy(agent, [
-      { name: 'big', action: 'review', when: { amountAbove: '200' } },
-      { name: 'rest', action: 'allow' },
-    ]);
+    const { agent, cp } = await reviewsAbove200();
     const approvedReview = async () => {
       const review = await decideOk({ agent, amount: '300', counterparty: cp, hold: true });
       expect((await post(t.app, `/api/approvals/${review.approvalId}/approve`, {})).statusCode).toBe(200);
@@ -533,13 +535,7 @@ describe('holds and approvals', () => {
     ];
     const outcomes = [];
     for (const [what, amount, rules] of cases) {
-      const agent = await createAgentWithBudget(t.app, limits);
-      const cp = randomAddress();
-      await setPolicy(agent, [
-        ...rules,
-        { name: 'big', action: 'review', when: { amountAbove: '200' } },
-        { name: 'rest', action: 'allow' },
-      ]);
+      const { agent, cp } = await reviewsAbove200(rules);
       const review = await decideOk({ agent, amount, counterparty: cp, hold: true });
       expect(review.decision, what).toBe('review');
       expect((await post(t.app, `/api/approvals/${review.approvalId}/approve`, {})).statusCode).toBe(200);
