@@ -266,15 +266,32 @@ describe('an endpoint failing for days', () => {
     const watcher = await createWebhook({ eventTypes: ['webhook.disabled'] });
     const failing = await createWebhook({ eventTypes: ['spend.accepted'] });
     receiver.answer((r) => (JSON.parse(r.body).type === 'spend.accepted' ? { status: 500 } : { status: 200 }));
-    const agent = await createAgentWithBudget(t.app, { dailyLimit: '10', monthlyLimit: '10' });
-    await post(t.app, `/api/budgets/${agent}/spend`, { amount: '1' });
-    await deliveriesUntil(failing.id, (ds) => ds[0]?.attempts === 1);
+    const agent = await createAgentWithBudget(t.app, { dailyLimit: '10', monthlyLimit: '100' });
+    /** A spend, and the first attempt of its delivery to the failing endpoint. */
+    const spendAndFail = async () => {
+      const before = (await deliveries(failing.id)).length;
+      await post(t.app, `/api/budgets/${agent}/spend`, { amount: '1' });
+      await deliveriesUntil(failing.id, (ds) => ds.length === before + 1 && (ds[0]?.attempts ?? 0) >= 1);
+    };
+    await spendAndFail();
     const since = (await request('GET', `/api/webhooks/${failing.id}`)).json().data.failingSince;
     expect(since).toBeGreaterThan(0);
 
-    // Five days later it still fails.
-    t.clock.advance(5 * 86_400_000);
+    // It keeps failing, an event every 8 hours, for five days.
+    const step = 8 * 3_600_000;
+    let advanced = 0;
     try {
+      while (advanced + step < 5 * 86_400_000) {
+        t.clock.advance(step);
+        advanced += step;
+        await spendAndFail();
+      }
+      expect((await request('GET', `/api/webhooks/${failing.id}`)).json().data).toMatchObject({
+        enabled: true,
+        failingSince: since,
+      });
+      t.clock.advance(step);
+      advanced += step;
       await post(t.app, `/api/budgets/${agent}/spend`, { amount: '1' });
       await until(async () => !(await request('GET', `/api/webhooks/${failing.id}`)).json().data.enabled, 15_000);
       const state = (await request('GET', `/api/webhooks/${failing.id}`)).json().data;
@@ -299,7 +316,32 @@ describe('an endpoint failing for days', () => {
       expect(on.json().data).toMatchObject({ enabled: true, failingSince: null, disabledReason: null });
       expect(watcher.enabled).toBe(true);
     } finally {
-      t.clock.advance(-5 * 86_400_000);
+      t.clock.advance(-advanced);
+    }
+  }, 60_000);
+
+  it('is not disabled by a failure after days of quiet: failures that stopped coming are not failing for days', async () => {
+    const failing = await createWebhook({ eventTypes: ['spend.accepted'] });
+    receiver.answer((r) => (JSON.parse(r.body).type === 'spend.accepted' ? { status: 500 } : { status: 200 }));
+    const agent = await createAgentWithBudget(t.app, { dailyLimit: '10', monthlyLimit: '100' });
+    await post(t.app, `/api/budgets/${agent}/spend`, { amount: '1' });
+    await deliveriesUntil(failing.id, (ds) => ds[0]?.attempts === 1);
+    const first = (await request('GET', `/api/webhooks/${failing.id}`)).json().data.failingSince;
+    // Six quiet days, then one more failure: a new failure record, and the endpoint stays on.
+    t.clock.advance(6 * 86_400_000);
+    try {
+      await post(t.app, `/api/budgets/${agent}/spend`, { amount: '1' });
+      await deliveriesUntil(failing.id, (ds) => ds.length === 2 && ds[0]?.attempts === 1);
+      const state = (await request('GET', `/api/webhooks/${failing.id}`)).json().data;
+      expect(state).toMatchObject({ enabled: true, disabledReason: null });
+      expect(state.failingSince).toBeGreaterThanOrEqual(first + 6 * 86_400);
+      // Another address is another endpoint: its record starts clean.
+      const moved = await request('PATCH', `/api/webhooks/${failing.id}`, { url: `${receiver.url}/moved` });
+      expect(moved.json().data).toMatchObject({ enabled: true, failingSince: null });
+    } finally {
+      t.clock.advance(-6 * 86_400_000);
+      // Its deliveries' retries would reach the receiver during later tests.
+      expect((await request('DELETE', `/api/webhooks/${failing.id}`)).statusCode).toBe(200);
     }
   }, 30_000);
 });

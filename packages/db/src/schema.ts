@@ -456,6 +456,8 @@ export interface WebhooksTable {
   disabled_at: Timestamp | null;
   /** The first failed attempt since the last success (null while the endpoint answers). */
   failing_since: Timestamp | null;
+  /** When it last failed an attempt: a failure after a quiet spell starts a new `failing_since`. */
+  last_failure_at: Timestamp | null;
   last_success_at: Timestamp | null;
   created_at: Timestamp;
   updated_at: Timestamp;

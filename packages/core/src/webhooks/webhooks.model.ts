@@ -50,6 +50,13 @@ export const RETRY_SCHEDULE_MS: readonly number[] = [
 ];
 export const MAX_ATTEMPTS = RETRY_SCHEDULE_MS.length + 1;
 
+/**
+ * A failure this long after the endpoint's previous one starts a new failure record: a delivery
+ * still retrying fails at least this often (the schedule's longest wait, and an hour for a sweep
+ * that re-queues a lost attempt), so a longer gap was a quiet spell, not a failing endpoint.
+ */
+export const FAILURE_STREAK_GAP_MS = Math.max(...RETRY_SCHEDULE_MS) + 3_600_000;
+
 /** The wait before the attempt after `attempt` (1 for the first) failed; null when none is left. */
 export function retryDelayMs(attempt: number): number | null {
   return attempt >= MAX_ATTEMPTS ? null : (RETRY_SCHEDULE_MS[attempt - 1] ?? null);

@@ -1,4 +1,5 @@
 import { type DB, type DeliveryStatus, type Kysely, sql, type WebhookRow } from '@vouch/db';
+import { FAILURE_STREAK_GAP_MS } from './webhooks.model.ts';
 
 type Executor = Kysely<DB>;
 
@@ -56,7 +57,7 @@ export interface WebhookPatch {
   enabled?: boolean | undefined;
 }
 
-/** Changes an endpoint; turning it on again clears its disabling and its failure record. */
+/** Changes an endpoint; turning it on again or changing its address clears its failure record (and the former its disabling). */
 export function updateWebhook(db: Executor, organizationId: string, id: string, patch: WebhookPatch, now: Date) {
   return db
     .updateTable('webhooks')
@@ -68,7 +69,12 @@ export function updateWebhook(db: Executor, organizationId: string, id: string, 
         enabled: sql<boolean>`true`,
         disabled_at: null,
         disabled_reason: null,
-        failing_since: sql<Date | null>`CASE WHEN enabled THEN failing_since END`,
+      }),
+      // Turned on again, or moved to another address (another endpoint): a clean failure record.
+      ...((patch.enabled === true || patch.url !== undefined) && {
+        failing_since: sql<Date | null>`CASE WHEN ${patch.enabled === true} AND NOT enabled THEN NULL
+          WHEN ${patch.url ?? null}::text IS NOT NULL AND url <> ${patch.url ?? null}::text THEN NULL
+          ELSE failing_since END`,
       }),
       ...(patch.enabled === false && {
         enabled: sql<boolean>`false`,
@@ -205,16 +211,23 @@ export async function recordAttempt(db: Executor, v: AttemptRecord): Promise<boo
 }
 
 /**
- * Keeps the endpoint's failure record: a success clears it, a failure starts it (if it is not
- * already running). Returns the endpoint as it now is.
+ * Keeps the endpoint's failure record: a success clears it; a failure starts it unless it is
+ * running, that is unless the endpoint's previous failure was less than `FAILURE_STREAK_GAP_MS`
+ * ago (failures that stopped coming for longer were a quiet spell, not days of failing). Returns
+ * the endpoint as it now is.
  */
 export function markEndpoint(db: Executor, webhookId: string, succeeded: boolean, now: Date) {
+  const streakSince = new Date(now.getTime() - FAILURE_STREAK_GAP_MS);
   return db
     .updateTable('webhooks')
     .set(
       succeeded
         ? { failing_since: null, last_success_at: now }
-        : { failing_since: sql<Date>`coalesce(failing_since, ${now}::timestamptz)` },
+        : {
+            failing_since: sql<Date>`CASE WHEN failing_since IS NOT NULL AND last_failure_at >= ${streakSince}::timestamptz
+              THEN failing_since ELSE ${now}::timestamptz END`,
+            last_failure_at: now,
+          },
     )
     .where('id', '=', webhookId)
     .returning(['id', 'organization_id', 'url', 'enabled', 'failing_since'])
