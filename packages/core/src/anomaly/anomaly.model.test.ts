@@ -18,6 +18,7 @@ const steady: AnomalyFacts = {
   lastHourCount: 0,
   count30d: 720,
   failed30d: 0,
+  assetCount30d: 720,
   volume30d: 720n * ether,
   historyHours: 720,
   amount: ether,
@@ -57,7 +58,7 @@ describe('evaluateAnomaly', () => {
     expect(r.factors.failureRate).toMatchObject({ value: 0.5, risk: 1, contribution: 25 });
     expect(r.flags.map((f) => f.code)).toEqual(['HIGH_FAILURE_RATE']);
     expect(evaluateAnomaly({ ...steady, failed30d: 143 }).flags).toEqual([]);
-    const young = { ...steady, count30d: 4, failed30d: 4, volume30d: 4n * ether, historyHours: 4 };
+    const young = { ...steady, count30d: 4, failed30d: 4, assetCount30d: 4, volume30d: 4n * ether, historyHours: 4 };
     expect(evaluateAnomaly(young).factors.failureRate.risk).toBe(0);
   });
 
@@ -86,11 +87,23 @@ describe('evaluateAnomaly', () => {
     expect(evaluateAnomaly({ ...steady, lastHourCount: 9 }, { ...defaults, detectAt: 30 }).anomalyDetected).toBe(true);
   });
 
+  it('compares an amount with the average of its own asset only', () => {
+    // 720 payments in 30 days, 10 of them in a token at 1,000,000 units each: 3,000,000 of the
+    // token is 3× its average, not hundreds of times the average of every asset's amounts.
+    const token = { ...steady, assetCount30d: 10, volume30d: 10n * 1_000_000n, amount: 3_000_000n };
+    expect(evaluateAnomaly(token).flags.map((f) => f.code)).not.toContain('LARGE_VALUE');
+    expect(evaluateAnomaly({ ...token, amount: 6_000_000n }).flags.map((f) => f.code)).toContain('LARGE_VALUE');
+    // A first payment in an asset has no average to be large against.
+    const first = evaluateAnomaly({ ...steady, assetCount30d: 0, volume30d: 0n, amount: 10n ** 30n });
+    expect(first.flags.map((f) => f.code)).not.toContain('LARGE_VALUE');
+  });
+
   it('an agent with no history scores 0 risk and says so', () => {
     const r = evaluateAnomaly({
       ...steady,
       count30d: 0,
       failed30d: 0,
+      assetCount30d: 0,
       volume30d: 0n,
       historyHours: 1,
       amount: 10n ** 30n,

@@ -37,9 +37,14 @@ export const anomalyWeights = { frequency: 0.3, largeValue: 0.25, failureRate: 0
 export interface AnomalyFacts {
   /** The agent's transactions in the hour before now (the checked one not included). */
   lastHourCount: number;
-  /** Transactions, failures and volume over the last 30 days (or the agent's life if shorter). */
+  /** Transactions and failures over the last 30 days (or the agent's life if shorter), of every asset. */
   count30d: number;
   failed30d: number;
+  /**
+   * The count and volume of those in the checked amount's own asset: the average amount is
+   * theirs, since amounts of different assets are not comparable (Vouch holds no prices).
+   */
+  assetCount30d: number;
   volume30d: bigint;
   /** Hours of history the 30-day figures cover: min(30 days, time since first known), at least 1. */
   historyHours: number;
@@ -98,8 +103,8 @@ export function evaluateAnomaly(facts: AnomalyFacts, t: AnomalyThresholds): Anom
     });
   }
 
-  // Large value: the amount against the agent's average amount (bigint until the ratio).
-  const average = hasHistory ? facts.volume30d / BigInt(facts.count30d) : 0n;
+  // Large value: the amount against the agent's average amount in the same asset (bigint until the ratio).
+  const average = facts.assetCount30d > 0 ? facts.volume30d / BigInt(facts.assetCount30d) : 0n;
   const valueRatio = average > 0n ? Number((facts.amount * 1000n) / average) / 1000 : 0;
   const valueRisk = average > 0n ? ramp(valueRatio, t.valueFullRatio) : 0;
   if (average > 0n && valueRatio >= t.valueFlagRatio) {

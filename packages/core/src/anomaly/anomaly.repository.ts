@@ -5,25 +5,31 @@ type Executor = Kysely<DB>;
 export interface TransactionHistory {
   count30d: number;
   failed30d: number;
+  asset_count30d: number;
   volume30d: string;
   last_hour: number;
 }
 
-/** The agent's recorded transactions between `since` and `now`: count, failures, volume, and the count since `hourAgo`. */
+/**
+ * The agent's recorded transactions between `since` and `now`: count and failures (of every
+ * asset), count and volume in `asset` ('' the native unit), and the count since `hourAgo`.
+ */
 export async function transactionHistory(
   db: Executor,
   agent: string,
+  asset: string,
   window: { since: Date; hourAgo: Date; now: Date },
 ): Promise<TransactionHistory> {
   const result = await sql<TransactionHistory>`
     SELECT count(*)::int AS count30d,
            (count(*) FILTER (WHERE NOT success))::int AS failed30d,
-           coalesce(sum(amount), 0)::text AS volume30d,
+           (count(*) FILTER (WHERE asset = ${asset}))::int AS asset_count30d,
+           coalesce(sum(amount) FILTER (WHERE asset = ${asset}), 0)::text AS volume30d,
            (count(*) FILTER (WHERE occurred_at >= ${window.hourAgo}))::int AS last_hour
     FROM transactions WHERE agent = ${agent} AND occurred_at >= ${window.since} AND occurred_at <= ${window.now}`.execute(
     db,
   );
-  return result.rows[0] ?? { count30d: 0, failed30d: 0, volume30d: '0', last_hour: 0 };
+  return result.rows[0] ?? { count30d: 0, failed30d: 0, asset_count30d: 0, volume30d: '0', last_hour: 0 };
 }
 
 export async function insertAnomalyCheck(db: Executor, row: Insertable<DB['anomaly_checks']>): Promise<void> {

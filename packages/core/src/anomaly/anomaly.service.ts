@@ -10,6 +10,8 @@ export interface AnomalyInput {
   agent: string;
   txHash?: string | undefined;
   amount: string;
+  /** CAIP-19 id of what `amount` counts; '' or absent: the native unit (wei). */
+  asset?: string | undefined;
   type: number;
   counterparty?: string | undefined;
 }
@@ -32,7 +34,7 @@ export function createAnomalyService({ db, clock, sanctions, verification, thres
     const hourAgo = new Date(now.getTime() - HOUR_MS);
     const [agent, h, matched, latest] = await Promise.all([
       findAgent(executor, input.agent),
-      repo.transactionHistory(executor, input.agent, { since, hourAgo, now }),
+      repo.transactionHistory(executor, input.agent, input.asset ?? '', { since, hourAgo, now }),
       sanctions.isSanctioned(input.counterparty ? [input.agent, input.counterparty] : [input.agent], executor),
       verification.latest(input.agent, executor),
     ]);
@@ -42,6 +44,7 @@ export function createAnomalyService({ db, clock, sanctions, verification, thres
         lastHourCount: h.last_hour,
         count30d: h.count30d,
         failed30d: h.failed30d,
+        assetCount30d: h.asset_count30d,
         volume30d: BigInt(h.volume30d),
         historyHours: Math.max(1, Math.min(WINDOW_HOURS, ageHours)),
         amount: BigInt(input.amount),

@@ -210,7 +210,7 @@ export function createDecisionsService(deps: DecisionsDeps) {
         anomalySeverity: async () =>
           (
             await anomaly.assess(
-              { agent: input.agent, amount: input.amount, type: 0, counterparty: input.counterparty },
+              { agent: input.agent, amount: input.amount, asset, type: 0, counterparty: input.counterparty },
               now,
               reader,
             )
