@@ -2,6 +2,7 @@ import { lookup } from 'node:dns/promises';
 import { hostname } from 'node:os';
 import { isPrivateAddress, MAX_ATTEMPTS, RETRY_SCHEDULE_MS } from '@vouch/core';
 import { sql } from '@vouch/db';
+import { RunAgainLater } from '@vouch/jobs';
 import {
   createdWebhook,
   type Delivery,
@@ -243,6 +244,26 @@ describe('delivery', () => {
       await request('PATCH', `/api/webhooks/${created.id}`, { enabled: false });
     }
   }, 30_000);
+
+  it('stores one attempt when two runs of a delivery send at once, and only that one goes on', async () => {
+    const created = await createWebhook({ eventTypes: ['webhook.disabled'] });
+    receiver.answer(() => ({ status: 503 }));
+    await request('POST', `/api/webhooks/${created.id}/test`);
+    const [first] = await deliveriesUntil(created.id, (ds) => ds[0]?.attempts === 1);
+    const id = String(first?.id).slice(4);
+    // A job run twice (a worker lost after the attempt's commit, a sweep re-queueing a slow one):
+    // both read attempt 1 as the last and send.
+    receiver.answer(() => ({ status: 503, delayMs: 300 }));
+    const runs = await Promise.allSettled([t.services.webhooks.deliver(id, 1), t.services.webhooks.deliver(id, 1)]);
+    const rescheduled = runs.filter((r) => r.status === 'rejected' && r.reason instanceof RunAgainLater);
+    expect(rescheduled).toHaveLength(1);
+    expect(runs.filter((r) => r.status === 'fulfilled').map((r) => r.value)).toEqual([
+      { status: 'pending', attempts: 2 },
+    ]);
+    const [after] = await deliveries(created.id);
+    expect([after?.attempts, after?.attemptLog.length]).toEqual([2, 2]);
+    await request('PATCH', `/api/webhooks/${created.id}`, { enabled: false });
+  });
 
   it('gives up after the last attempt of the schedule', async () => {
     const created = await createWebhook({ eventTypes: ['webhook.disabled'] });

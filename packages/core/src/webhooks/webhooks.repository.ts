@@ -187,7 +187,9 @@ export interface AttemptRecord {
 
 /**
  * Stores one attempt and its outcome on the delivery, if the delivery is still in the run that
- * made it (a retry may have started another); returns whether it was stored.
+ * made it (a retry may have started another) and no other attempt was stored since it was read
+ * (`attempt` is the next one): two runs of one job that sent at once store one attempt, and only
+ * that one goes on with the schedule. Returns whether it was stored.
  */
 export async function recordAttempt(db: Executor, v: AttemptRecord): Promise<boolean> {
   const result = await sql<{ id: string }>`
@@ -200,7 +202,7 @@ export async function recordAttempt(db: Executor, v: AttemptRecord): Promise<boo
         last_error = ${v.error}::text,
         last_attempt_at = ${v.now}::timestamptz,
         delivered_at = CASE WHEN ${v.status} = 'succeeded' THEN ${v.now}::timestamptz ELSE delivered_at END
-      WHERE id = ${v.deliveryId}::bigint AND run = ${v.run} AND status = 'pending'
+      WHERE id = ${v.deliveryId}::bigint AND run = ${v.run} AND status = 'pending' AND attempts = ${v.attempt - 1}
       RETURNING id
     ), attempt AS (
       INSERT INTO webhook_attempts (delivery_id, attempt, status_code, duration_ms, error, created_at)
