@@ -665,6 +665,31 @@ describe('holds and approvals', () => {
   });
 });
 
+describe('an approval time that is not whole seconds', () => {
+  it("reserves the review's hold at least until its approval expires", async () => {
+    const app = await createTestApp({ start: '2026-03-10T12:00:00Z', env: { APPROVAL_TTL_MS: '90400' } });
+    try {
+      const agent = await createAgentWithBudget(app.app, limits);
+      await app.app.inject({
+        method: 'PUT',
+        url: `/api/agents/${agent}/policy`,
+        payload: { rules: [{ name: 'all', action: 'review' }] },
+      });
+      const review = (await post(app.app, '/api/decisions', { agent, amount: '10', hold: true })).json().data;
+      expect(review.decision).toBe('review');
+      const times = await sql<{ hold: Date; approval: Date }>`
+        SELECT a.expires_at AS hold, p.expires_at AS approval FROM approvals p
+        JOIN authorizations a ON a.id = p.authorization_id WHERE p.id = ${review.approvalId}::bigint`.execute(
+        app.database.db,
+      );
+      const row = times.rows[0];
+      expect(row && row.hold.getTime() >= row.approval.getTime()).toBe(true);
+    } finally {
+      await app.close();
+    }
+  });
+});
+
 describe('approvals with keys', () => {
   const ADMIN = 'decisions-admin-secret-0123456789';
   const as = (key: string) => ({ authorization: `Bearer ${key}` });

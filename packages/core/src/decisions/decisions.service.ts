@@ -294,7 +294,8 @@ export function createDecisionsService(deps: DecisionsDeps) {
                 amount: input.amount,
                 asset: input.asset,
                 counterparty: input.counterparty,
-                expiresIn: Math.max(1, Math.round((expiresAt.getTime() - now.getTime()) / 1000)),
+                // Whole seconds, rounded up: the hold lasts at least as long as what it is reserved for.
+                expiresIn: Math.max(1, Math.ceil((expiresAt.getTime() - now.getTime()) / 1000)),
               },
               trx,
               after,
