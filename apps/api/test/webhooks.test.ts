@@ -245,12 +245,17 @@ describe('delivery', () => {
     }
   }, 30_000);
 
-  it('stores one attempt when two runs of a delivery send at once, and only that one goes on', async () => {
+  /** An endpoint answering 503, and its test delivery after the first attempt failed. */
+  async function failedTestDelivery() {
     const created = await createWebhook({ eventTypes: ['webhook.disabled'] });
     receiver.answer(() => ({ status: 503 }));
     await request('POST', `/api/webhooks/${created.id}/test`);
     const [first] = await deliveriesUntil(created.id, (ds) => ds[0]?.attempts === 1);
-    const id = String(first?.id).slice(4);
+    return { created, id: String(first?.id).slice(4) };
+  }
+
+  it('stores one attempt when two runs of a delivery send at once, and only that one goes on', async () => {
+    const { created, id } = await failedTestDelivery();
     // A job run twice (a worker lost after the attempt's commit, a sweep re-queueing a slow one):
     // both read attempt 1 as the last and send.
     receiver.answer(() => ({ status: 503, delayMs: 300 }));
@@ -266,11 +271,7 @@ describe('delivery', () => {
   });
 
   it('gives up after the last attempt of the schedule', async () => {
-    const created = await createWebhook({ eventTypes: ['webhook.disabled'] });
-    receiver.answer(() => ({ status: 503 }));
-    await request('POST', `/api/webhooks/${created.id}/test`);
-    const [first] = await deliveriesUntil(created.id, (ds) => ds[0]?.attempts === 1);
-    const id = String(first?.id).slice(4);
+    const { created, id } = await failedTestDelivery();
     // The attempts before the last one, as if their waits had passed.
     await sql`UPDATE webhook_deliveries SET attempts = ${MAX_ATTEMPTS - 1} WHERE id = ${id}::bigint`.execute(
       t.database.db,
