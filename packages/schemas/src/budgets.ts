@@ -181,6 +181,8 @@ export const captureBody = z.strictObject({
 export const paymentScreening = refusalReason
   .extract(['SANCTIONS_LIST_UNAVAILABLE', 'SANCTIONED', 'COUNTERPARTY_SANCTIONED'])
   .nullable();
+/** A reason the sanctions screen refuses a payment for. */
+export type ScreeningRefusal = NonNullable<z.infer<typeof paymentScreening>>;
 
 export const authorizationState = authorization
   .extend({

@@ -216,7 +216,7 @@ export function createAuthorizationsService({ db, clock, budgets, events }: Auth
     async get(actor: Actor, address: string, id: string): Promise<AuthorizationState> {
       const row = await repo.findAuthorizationState(db, actor.organizationId, address, id);
       if (!row) throw new AuthorizationNotFoundError(id);
-      return { ...toAuthorization(row), screening: row.screening as ScreeningRefusal | null };
+      return { ...toAuthorization(row), screening: row.screening };
     },
 
     async list(

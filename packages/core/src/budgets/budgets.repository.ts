@@ -498,27 +498,24 @@ export async function expireHolds(
   return result.rows;
 }
 
-export function findAuthorization(db: Executor, organizationId: string, agent: string, id: string) {
+function authorizationQuery(db: Executor, organizationId: string, agent: string, id: string) {
   return db
     .selectFrom('authorizations')
     .selectAll()
     .select(sql<string>`id::text`.as('id'))
     .where('organization_id', '=', organizationId)
     .where('agent', '=', agent)
-    .where('id', '=', id)
-    .executeTakeFirst();
+    .where('id', '=', id);
+}
+
+export function findAuthorization(db: Executor, organizationId: string, agent: string, id: string) {
+  return authorizationQuery(db, organizationId, agent, id).executeTakeFirst();
 }
 
 /** A hold, and what the sanctions screen would find if it were captured now (null: it passes). */
 export function findAuthorizationState(db: Executor, organizationId: string, agent: string, id: string) {
-  return db
-    .selectFrom('authorizations')
-    .selectAll()
-    .select(sql<string>`id::text`.as('id'))
+  return authorizationQuery(db, organizationId, agent, id)
     .select(screeningRefusalSql(agent, sql.ref('authorizations.counterparty')).as('screening'))
-    .where('organization_id', '=', organizationId)
-    .where('agent', '=', agent)
-    .where('id', '=', id)
     .executeTakeFirst();
 }
 

@@ -304,7 +304,12 @@ export function createDecisionsService(deps: DecisionsDeps) {
             return hold.authorizationId;
           } catch (error) {
             if (!(error instanceof BudgetExceededError)) throw error;
-            const details = error.details as { reason: string; dailyRemaining?: string; monthlyRemaining?: string };
+            const details = error.details as {
+              reason: string;
+              dailyRemaining?: string;
+              monthlyRemaining?: string;
+              perTxLimit?: string | null;
+            };
             const refusal = details.reason;
             verdict = decide({ ...evidence, budget: { allowed: false, reason: refusal as never } });
             // What is stored and answered is what the hold's own statement found, not the check before it.
@@ -313,7 +318,7 @@ export function createDecisionsService(deps: DecisionsDeps) {
               reason: refusal,
               dailyRemaining: details.dailyRemaining ?? check.dailyRemaining,
               monthlyRemaining: details.monthlyRemaining ?? check.monthlyRemaining,
-              perTxLimit: check.perTxLimit,
+              perTxLimit: details.perTxLimit !== undefined ? details.perTxLimit : check.perTxLimit,
             };
             // The list changed since the screening: what is stored says so too.
             if (refusal === 'SANCTIONED') stored.sanctions.agent = 'listed';

@@ -1,12 +1,8 @@
 import { createHash } from 'node:crypto';
-import type { RefusalReason } from '@vouch/schemas';
 import { XMLParser } from 'fast-xml-parser';
 
-/** What the sanctions screen refuses a payment for (docs/api.md "Sanctions"). */
-export type ScreeningRefusal = Extract<
-  RefusalReason,
-  'SANCTIONS_LIST_UNAVAILABLE' | 'SANCTIONED' | 'COUNTERPARTY_SANCTIONED'
->;
+/** What the sanctions screen refuses a payment for (docs/api.md "Sanctions"); the schemas' list. */
+export type { ScreeningRefusal } from '@vouch/schemas';
 
 const EVM_ADDRESS = /^0x[0-9a-fA-F]{40}$/;
 const FEATURE_PREFIX = 'Digital Currency Address - ';
