@@ -80,6 +80,15 @@ async function deliveriesUntil(id: string, done: (d: Delivery[]) => boolean, tim
 
 const forWebhook = (id: string) => (r: { body: string }) => JSON.parse(r.body).data?.webhookId === id;
 
+/** An endpoint answering 503, and its test delivery after the first attempt failed. */
+async function failedTestDelivery() {
+  const created = await createWebhook({ eventTypes: ['webhook.disabled'] });
+  receiver.answer(() => ({ status: 503 }));
+  await request('POST', `/api/webhooks/${created.id}/test`);
+  const [first] = await deliveriesUntil(created.id, (ds) => ds[0]?.attempts === 1);
+  return { created, id: String(first?.id).slice(4) };
+}
+
 describe('POST /api/webhooks', () => {
   it('creates an endpoint with a Standard Webhooks secret shown once', async () => {
     const created = await createWebhook({ eventTypes: ['spend.refused', 'budget.threshold'], description: 'ops' });
@@ -244,15 +253,6 @@ describe('delivery', () => {
       await request('PATCH', `/api/webhooks/${created.id}`, { enabled: false });
     }
   }, 30_000);
-
-  /** An endpoint answering 503, and its test delivery after the first attempt failed. */
-  async function failedTestDelivery() {
-    const created = await createWebhook({ eventTypes: ['webhook.disabled'] });
-    receiver.answer(() => ({ status: 503 }));
-    await request('POST', `/api/webhooks/${created.id}/test`);
-    const [first] = await deliveriesUntil(created.id, (ds) => ds[0]?.attempts === 1);
-    return { created, id: String(first?.id).slice(4) };
-  }
 
   it('stores one attempt when two runs of a delivery send at once, and only that one goes on', async () => {
     const { created, id } = await failedTestDelivery();
@@ -573,6 +573,36 @@ describe.runIf(inject('testDbMode') === 'postgres')('events held back by an olde
     // Nothing commits after it, and the sweep is an hour away: the dispatch asks for itself again.
     const [got] = await receiver.waitFor(1, 10_000, (r) => r.path === created.path);
     expect(JSON.parse(got?.body ?? '{}')).toMatchObject({ type: 'spend.refused', agent, data: { amount: '11' } });
+  });
+});
+
+describe.runIf(inject('testDbMode') === 'postgres')('an attempt stored while the endpoint is being disabled', () => {
+  it('waits for the disabling to commit, and neither transaction deadlocks', async () => {
+    const { created, id } = await failedTestDelivery();
+    /** Statements of this database waiting for a row lock. */
+    const waiting = async () =>
+      (
+        await sql<{ n: number }>`SELECT count(*)::int AS n FROM pg_stat_activity
+          WHERE datname = current_database() AND wait_event_type = 'Lock'`.execute(t.database.db)
+      ).rows[0]?.n ?? 0;
+    let attempt: Promise<unknown> | undefined;
+    // Turning the endpoint off by hand takes its row, then its pending deliveries' rows; the
+    // second attempt is answered meanwhile and stored while the first half is done.
+    await t.database.db.transaction().execute(async (trx) => {
+      await trx.updateTable('webhooks').set({ enabled: false }).where('id', '=', created.id).execute();
+      attempt = t.services.webhooks.deliver(id, 1).then(
+        (value) => ({ value }),
+        (error: unknown) => ({ error: error instanceof RunAgainLater ? 'RunAgainLater' : String(error) }),
+      );
+      await until(async () => (await waiting()) >= 1, 10_000, 20);
+      await sql`UPDATE webhook_deliveries SET status = 'failed', next_attempt_at = NULL
+        WHERE webhook_id = ${created.id} AND status = 'pending'`.execute(trx);
+    });
+    // The attempt waited for the endpoint, then found its delivery failed: it stores nothing.
+    expect(await attempt).toEqual({ value: { status: 'failed', attempts: 1 } });
+    const [after] = await deliveries(created.id);
+    expect(after).toMatchObject({ status: 'failed', attempts: 1 });
+    expect(after?.attemptLog).toHaveLength(1);
   });
 });
 

@@ -172,6 +172,15 @@ export async function deliveryTarget(db: Executor, deliveryId: string): Promise<
   return result.rows[0];
 }
 
+/** A delivery's status and number of attempts, if it is there. */
+export function deliveryState(db: Executor, deliveryId: string) {
+  return db
+    .selectFrom('webhook_deliveries')
+    .select(['status', 'attempts'])
+    .where('id', '=', deliveryId)
+    .executeTakeFirst();
+}
+
 export interface AttemptRecord {
   deliveryId: string;
   run: number;
@@ -210,6 +219,16 @@ export async function recordAttempt(db: Executor, v: AttemptRecord): Promise<boo
     )
     SELECT id::text AS id FROM upd`.execute(db);
   return result.rows.length === 1;
+}
+
+/**
+ * Locks the endpoint's row for the rest of the transaction, as an update of it would (new
+ * deliveries' foreign keys still go through). Whatever changes an endpoint and its deliveries in
+ * one transaction takes the endpoint's row first (disabling, deleting, storing an attempt), so two
+ * of them wait for each other instead of deadlocking.
+ */
+export async function lockEndpoint(db: Executor, webhookId: string): Promise<void> {
+  await db.selectFrom('webhooks').select('id').where('id', '=', webhookId).forNoKeyUpdate().execute();
 }
 
 /**

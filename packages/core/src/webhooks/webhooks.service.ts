@@ -498,6 +498,8 @@ export function createWebhooksService({
       const delay = ok ? null : retryDelayMs(attempt);
       const status: DeliveryStatus = ok ? 'succeeded' : delay === null ? 'failed' : 'pending';
       const outcome = await db.transaction().execute(async (trx) => {
+        // The endpoint's row before the delivery's, in the order disabling and deleting lock them.
+        await repo.lockEndpoint(trx, target.webhook_id);
         const stored = await repo.recordAttempt(trx, {
           deliveryId,
           run,
@@ -509,17 +511,18 @@ export function createWebhooksService({
           nextAttemptAt: delay === null ? null : new Date(now.getTime() + delay),
           now,
         });
-        if (!stored) return { stored, disabled: false };
+        if (!stored) return { stored, disabled: false, now: await repo.deliveryState(trx, deliveryId) };
         const endpoint = await repo.markEndpoint(trx, target.webhook_id, ok, now);
         const failingFor = endpoint?.failing_since ? now.getTime() - endpoint.failing_since.getTime() : 0;
         const disabled =
           !ok && endpoint?.enabled === true && failingFor >= settings.disableAfterMs
             ? await disableFailing(trx, target.webhook_id, result, now)
             : false;
-        return { stored, disabled };
+        return { stored, disabled, now: undefined };
       });
       if (outcome.disabled) outbox.committed();
-      if (!outcome.stored) return { status: 'pending' as const, attempts: attempt };
+      // Another run stored this attempt, or the delivery was failed or restarted meanwhile.
+      if (!outcome.stored) return outcome.now ?? { status: 'gone' as const, attempts: 0 };
       if (status === 'pending' && !outcome.disabled)
         throw new RunAgainLater(delay as number, `attempt ${attempt} failed`);
       return { status: outcome.disabled ? ('failed' as const) : status, attempts: attempt };
