@@ -558,6 +558,29 @@ describe('the sweep', () => {
   });
 });
 
+describe('with EVENTS=off', () => {
+  it('still sends again, on the sweep’s schedule, a test delivery whose job was lost', async () => {
+    const off = await createTestApp({
+      env: { EVENTS: 'off', WEBHOOK_ALLOW_PRIVATE_TARGETS: 'on', WEBHOOK_SWEEP_INTERVAL_MS: '200' },
+    });
+    try {
+      const res = await post(off.app, '/api/webhooks', { url: `${receiver.url}/off`, eventTypes: ['webhook.disabled'] });
+      expect(res.statusCode, res.body).toBe(201);
+      const id = res.json().data.id as string;
+      expect((await post(off.app, `/api/webhooks/${id}/test`)).statusCode).toBe(202);
+      await receiver.waitFor(1, 10_000, (r) => r.path === '/hooks/off');
+      // As if its job had been lost (Redis away when it was queued): pending again, due an hour ago.
+      const dueAt = new Date(off.clock.now.getTime() - 3_600_000);
+      await sql`UPDATE webhook_deliveries SET status = 'pending', run = run + 1, next_attempt_at = ${dueAt}
+        WHERE webhook_id = ${id}`.execute(off.database.db);
+      // Nothing but the scheduled sweep sends it.
+      await receiver.waitFor(2, 10_000, (r) => r.path === '/hooks/off');
+    } finally {
+      await off.close();
+    }
+  });
+});
+
 describe.runIf(inject('testDbMode') === 'postgres')('events held back by an older transaction', () => {
   it('are fanned out soon after it ends, with no commit or sweep to ask for it', async () => {
     const created = await createWebhook({ eventTypes: ['spend.refused'] });

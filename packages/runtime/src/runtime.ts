@@ -230,12 +230,11 @@ export async function createRuntime(config: Config, overrides: RuntimeOverrides 
         .every(jobsRegistry.expireHolds, {}, config.HOLD_SWEEP_INTERVAL_MS)
         .catch((err) => logger.warn({ err }, 'the expiry of holds could not be scheduled; retried at next start'));
       // Events: fanned out and stranded deliveries queued again on a schedule, whatever else
-      // happens; old ones deleted hourly.
-      if (config.EVENTS) {
-        await jobs
-          .every(jobsRegistry.sweepWebhooks, {}, config.WEBHOOK_SWEEP_INTERVAL_MS)
-          .catch((err) => logger.warn({ err }, 'the webhook sweep could not be scheduled; retried at next start'));
-      }
+      // happens; old ones deleted hourly. With EVENTS off too: test deliveries, retries and
+      // replays still make deliveries whose job may be lost.
+      await jobs
+        .every(jobsRegistry.sweepWebhooks, {}, config.WEBHOOK_SWEEP_INTERVAL_MS)
+        .catch((err) => logger.warn({ err }, 'the webhook sweep could not be scheduled; retried at next start'));
       await jobs
         .every(jobsRegistry.purgeEvents, {}, EVENTS_PURGE_INTERVAL_MS)
         .catch((err) => logger.warn({ err }, 'the events purge could not be scheduled; retried at next start'));
