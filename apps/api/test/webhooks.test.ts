@@ -80,13 +80,19 @@ async function deliveriesUntil(id: string, done: (d: Delivery[]) => boolean, tim
 
 const forWebhook = (id: string) => (r: { body: string }) => JSON.parse(r.body).data?.webhookId === id;
 
-/** An endpoint answering 503, and its test delivery after the first attempt failed. */
-async function failedTestDelivery() {
+/**
+ * An endpoint answering 503, and its test delivery after the first attempt failed; with `waited`,
+ * as if the retry's wait were over (the database's time it is not sent before is cleared).
+ */
+async function failedTestDelivery(options: { waited?: boolean } = {}) {
   const created = await createWebhook({ eventTypes: ['webhook.disabled'] });
   receiver.answer(() => ({ status: 503 }));
   await request('POST', `/api/webhooks/${created.id}/test`);
   const [first] = await deliveriesUntil(created.id, (ds) => ds[0]?.attempts === 1);
-  return { created, id: String(first?.id).slice(4) };
+  const id = String(first?.id).slice(4);
+  if (options.waited)
+    await sql`UPDATE webhook_deliveries SET not_before = NULL WHERE id = ${id}::bigint`.execute(t.database.db);
+  return { created, id };
 }
 
 describe('POST /api/webhooks', () => {
@@ -255,7 +261,7 @@ describe('delivery', () => {
   }, 30_000);
 
   it('stores one attempt when two runs of a delivery send at once, and only that one goes on', async () => {
-    const { created, id } = await failedTestDelivery();
+    const { created, id } = await failedTestDelivery({ waited: true });
     // A job run twice (a worker lost after the attempt's commit, a sweep re-queueing a slow one):
     // both read attempt 1 as the last and send.
     receiver.answer(() => ({ status: 503, delayMs: 300 }));
@@ -270,8 +276,24 @@ describe('delivery', () => {
     await request('PATCH', `/api/webhooks/${created.id}`, { enabled: false });
   });
 
-  it('gives up after the last attempt of the schedule', async () => {
+  it('sends nothing when its job runs again before the wait is over, and waits out the rest', async () => {
     const { created, id } = await failedTestDelivery();
+    const sent = () => receiver.requests.filter(forWebhook(created.id)).length;
+    expect(sent()).toBe(1);
+    // The job run again at once, as when its worker is lost after storing the attempt and before
+    // putting the job back to wait: it is not due for another RETRY_SCHEDULE_MS[0].
+    const early = await t.services.webhooks.deliver(id, 1).catch((error: unknown) => error);
+    expect(early).toBeInstanceOf(RunAgainLater);
+    expect((early as RunAgainLater).delayMs).toBeGreaterThan(0);
+    expect((early as RunAgainLater).delayMs).toBeLessThanOrEqual(RETRY_SCHEDULE_MS[0] as number);
+    expect(sent()).toBe(1);
+    const [after] = await deliveries(created.id);
+    expect([after?.status, after?.attempts]).toEqual(['pending', 1]);
+    await request('PATCH', `/api/webhooks/${created.id}`, { enabled: false });
+  });
+
+  it('gives up after the last attempt of the schedule', async () => {
+    const { created, id } = await failedTestDelivery({ waited: true });
     // The attempts before the last one, as if their waits had passed.
     await sql`UPDATE webhook_deliveries SET attempts = ${MAX_ATTEMPTS - 1} WHERE id = ${id}::bigint`.execute(
       t.database.db,
@@ -601,7 +623,7 @@ describe.runIf(inject('testDbMode') === 'postgres')('events held back by an olde
 
 describe.runIf(inject('testDbMode') === 'postgres')('an attempt stored while the endpoint is being disabled', () => {
   it('waits for the disabling to commit, and neither transaction deadlocks', async () => {
-    const { created, id } = await failedTestDelivery();
+    const { created, id } = await failedTestDelivery({ waited: true });
     /** Statements of this database waiting for a row lock. */
     const waiting = async () =>
       (

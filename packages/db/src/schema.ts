@@ -475,6 +475,11 @@ export interface WebhookDeliveriesTable {
   run: Generated<number>;
   attempts: Generated<number>;
   next_attempt_at: Timestamp | null;
+  /**
+   * The database's time (not the service's clock) before which the next attempt is not sent: a
+   * job run again early waits out the rest of the retry schedule's wait.
+   */
+  not_before: Timestamp | null;
   last_status_code: number | null;
   last_error: string | null;
   last_attempt_at: Timestamp | null;

@@ -158,13 +158,16 @@ export interface DeliveryTarget {
   agent: string | null;
   data: Record<string, unknown>;
   created_at: Date;
+  /** How long, by the database's time, before the next attempt is due (0: it is). */
+  wait_ms: number;
 }
 
 export async function deliveryTarget(db: Executor, deliveryId: string): Promise<DeliveryTarget | undefined> {
   const result = await sql<DeliveryTarget>`
     SELECT d.id::text AS id, d.run, d.status, d.attempts, d.organization_id, d.webhook_id,
       w.url, w.enabled, w.secret, w.previous_secret, w.previous_secret_expires_at,
-      e.id::text AS event_id, e.type, e.agent, e.data, e.created_at
+      e.id::text AS event_id, e.type, e.agent, e.data, e.created_at,
+      greatest(0, ceil(extract(epoch FROM d.not_before - clock_timestamp()) * 1000))::int AS wait_ms
     FROM webhook_deliveries d
     JOIN webhooks w ON w.id = d.webhook_id
     JOIN events e ON e.id = d.event_id
@@ -190,7 +193,9 @@ export interface AttemptRecord {
   error: string | null;
   /** `succeeded`, `failed` (no attempt left) or `pending` (another attempt at `nextAttemptAt`). */
   status: DeliveryStatus;
+  /** When the next attempt is due: at `nextAttemptAt` by the service's clock, `waitMs` from now by the database's. */
   nextAttemptAt: Date | null;
+  waitMs: number | null;
   now: Date;
 }
 
@@ -207,6 +212,7 @@ export async function recordAttempt(db: Executor, v: AttemptRecord): Promise<boo
         status = ${v.status},
         attempts = attempts + 1,
         next_attempt_at = ${v.nextAttemptAt}::timestamptz,
+        not_before = clock_timestamp() + ${v.waitMs}::int * interval '1 millisecond',
         last_status_code = ${v.statusCode}::int,
         last_error = ${v.error}::text,
         last_attempt_at = ${v.now}::timestamptz,
@@ -286,7 +292,8 @@ export async function restartDelivery(
   now: Date,
 ): Promise<{ id: string; run: number } | undefined> {
   const result = await sql<{ id: string; run: number }>`
-    UPDATE webhook_deliveries SET status = 'pending', run = run + 1, attempts = 0, next_attempt_at = ${now}::timestamptz
+    UPDATE webhook_deliveries SET status = 'pending', run = run + 1, attempts = 0, next_attempt_at = ${now}::timestamptz,
+      not_before = NULL
     WHERE id = ${deliveryId}::bigint AND webhook_id = ${webhookId}
     RETURNING id::text AS id, run`.execute(db);
   return result.rows[0];
@@ -325,7 +332,8 @@ export async function replay(
       SELECT ${v.organizationId}, ${v.webhookId}, ev.id, ${v.now}::timestamptz, ${v.now}::timestamptz FROM ev
       ORDER BY ev.id
       ON CONFLICT (webhook_id, event_id) DO UPDATE SET
-        status = 'pending', run = webhook_deliveries.run + 1, attempts = 0, next_attempt_at = excluded.next_attempt_at
+        status = 'pending', run = webhook_deliveries.run + 1, attempts = 0, next_attempt_at = excluded.next_attempt_at,
+        not_before = NULL
         WHERE webhook_deliveries.status = 'failed'
       RETURNING id, run
     )
