@@ -586,7 +586,10 @@ describe('with EVENTS=off', () => {
       env: { EVENTS: 'off', WEBHOOK_ALLOW_PRIVATE_TARGETS: 'on', WEBHOOK_SWEEP_INTERVAL_MS: '200' },
     });
     try {
-      const res = await post(off.app, '/api/webhooks', { url: `${receiver.url}/off`, eventTypes: ['webhook.disabled'] });
+      const res = await post(off.app, '/api/webhooks', {
+        url: `${receiver.url}/off`,
+        eventTypes: ['webhook.disabled'],
+      });
       expect(res.statusCode, res.body).toBe(201);
       const id = res.json().data.id as string;
       expect((await off.app.inject({ method: 'POST', url: `/api/webhooks/${id}/test` })).statusCode).toBe(202);
