@@ -279,6 +279,20 @@ describe('policies', () => {
     expect((await get(t.app, `/api/agents/${randomAddress()}/policy`)).json().error.code).toBe('AGENT_NOT_FOUND');
   });
 
+  it('deleted twice at once are deleted once: one 200, one 404, one deletion in the history', async () => {
+    const agent = await createAgent(t.app);
+    await setPolicy(agent, [{ name: 'a', action: 'allow' }]);
+    const deletes = await Promise.all(
+      Array.from({ length: 4 }, () => t.app.inject({ method: 'DELETE', url: `/api/agents/${agent}/policy` })),
+    );
+    expect(deletes.map((d) => d.statusCode).sort()).toEqual([200, 404, 404, 404]);
+    const versions = (await get(t.app, `/api/agents/${agent}/policy/versions`)).json().data.versions;
+    expect(versions.map((v: { version: number; rules: unknown }) => [v.version, v.rules === null])).toEqual([
+      [2, true],
+      [1, false],
+    ]);
+  });
+
   it('written at once for one agent each get their own version, none a 500', async () => {
     const agent = await createAgent(t.app);
     const writes = await Promise.all(
@@ -364,6 +378,61 @@ describe('policies', () => {
     expect((await decideOk({ agent, amount: '1' })).policy.matchedRule).toBe('too fast');
     t.clock.advance(3601_000);
     expect((await decideOk({ agent, amount: '1' })).decision).toBe('allow');
+  });
+
+  it('count voided and expired holds as no payment', async () => {
+    const agent = await createAgentWithBudget(t.app, { dailyLimit: '100000', monthlyLimit: '1000000' });
+    await setPolicy(agent, [
+      { name: 'busy', action: 'deny', when: { velocity: { max: 2, windowSeconds: 3600 } } },
+      { name: 'rest', action: 'allow' },
+    ]);
+    const hold = async (expiresIn?: number) => {
+      const res = await post(t.app, `/api/budgets/${agent}/authorizations`, { amount: '5', expiresIn });
+      expect(res.statusCode, res.body).toBe(201);
+      return res.json().data.authorizationId as string;
+    };
+    const voided = await hold();
+    expect((await post(t.app, `/api/budgets/${agent}/authorizations/${voided}/void`, {})).statusCode).toBe(200);
+    await hold(60);
+    t.clock.advance(61_000);
+    await t.services.authorizations.expireDue();
+    // Neither the voided nor the expired hold is a payment: the agent made none.
+    expect((await decideOk({ agent, amount: '1' })).decision).toBe('allow');
+    // A captured one is, once; a held one too.
+    const captured = await hold();
+    expect((await post(t.app, `/api/budgets/${agent}/authorizations/${captured}/capture`, {})).statusCode).toBe(200);
+    expect((await decideOk({ agent, amount: '1' })).decision).toBe('allow');
+    await hold();
+    expect((await decideOk({ agent, amount: '1' })).policy.matchedRule).toBe('busy');
+  });
+
+  it('hold no more than a cap allows when decisions with a hold come at once', async () => {
+    const agent = await createAgentWithBudget(t.app, { dailyLimit: '100000', monthlyLimit: '1000000' });
+    const shop = randomAddress();
+    await setPolicy(agent, [
+      { name: 'shop cap', action: 'deny', when: { counterpartyCap: { amount: '1000', windowSeconds: 86_400 } } },
+      { name: 'busy', action: 'deny', when: { velocity: { max: 4, windowSeconds: 3600 } } },
+      { name: 'rest', action: 'allow' },
+    ]);
+    const answers = await Promise.all(
+      Array.from({ length: 6 }, () => decideOk({ agent, amount: '300', counterparty: shop, hold: true })),
+    );
+    // 3 × 300 fit under 1000; each later one counts the holds of those before it.
+    expect(answers.filter((d) => d.decision === 'allow').map((d) => d.authorization?.status)).toEqual([
+      'held',
+      'held',
+      'held',
+    ]);
+    expect(answers.filter((d) => d.decision === 'deny').map((d) => d.policy.matchedRule)).toEqual([
+      'shop cap',
+      'shop cap',
+      'shop cap',
+    ]);
+    // Velocity too: one more hold to another counterparty fits (3 payments), the next does not (4).
+    const other = await Promise.all(
+      Array.from({ length: 3 }, () => decideOk({ agent, amount: '1', counterparty: randomAddress(), hold: true })),
+    );
+    expect(other.map((d) => d.decision).sort()).toEqual(['allow', 'deny', 'deny']);
   });
 
   it('cap what went to a counterparty in the payment’s own asset only', async () => {

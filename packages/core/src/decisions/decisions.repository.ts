@@ -95,8 +95,10 @@ export function findDecision(db: Executor, organizationId: string, id: string): 
 }
 
 /**
- * Accepted spends and holds the agent made in this organization since `since`, but the hold
- * `exceptHold` (the payment's own, reserved for the approval it redeems).
+ * Accepted spends and holds the agent made in this organization since `since` that are payments
+ * made or under way (held, waiting for approval, captured: not voided or expired), but the hold
+ * `exceptHold` (the payment's own, reserved for the approval it redeems). A capture is counted
+ * once, as its hold.
  */
 export async function velocity(
   db: Executor,
@@ -110,6 +112,7 @@ export async function velocity(
       (SELECT count(*) FROM spends WHERE organization_id = ${organizationId} AND agent = ${agent}
          AND kind = 'spend' AND accepted AND created_at >= ${since})::int
       + (SELECT count(*) FROM authorizations WHERE organization_id = ${organizationId} AND agent = ${agent}
+         AND status IN ('held', 'pending_approval', 'captured')
          AND created_at >= ${since} AND id IS DISTINCT FROM ${exceptHold}::bigint)::int AS n`.execute(db);
   return result.rows[0]?.n ?? 0;
 }
@@ -137,6 +140,14 @@ export async function toCounterparty(
         AND created_at >= ${since} AND id IS DISTINCT FROM ${exceptHold}::bigint), 0)
     )::text AS total`.execute(db);
   return BigInt(result.rows[0]?.total ?? '0');
+}
+
+/**
+ * Until the transaction ends, no other decision that holds money for this agent in this
+ * organization under a policy counting its payments runs: each counts the holds of those before it.
+ */
+export async function lockPaymentCount(db: Executor, organizationId: string, agent: string): Promise<void> {
+  await sql`SELECT pg_advisory_xact_lock(hashtext(${organizationId}), hashtext(${`payments:${agent}`}))`.execute(db);
 }
 
 // ── Approvals ───────────────────────────────────────────────────────────────────────────────

@@ -19,7 +19,7 @@ import { timeOrderedId } from '../shared/ids.ts';
 import { decide, type SanctionsState, type Verdict } from './decisions.model.ts';
 import * as repo from './decisions.repository.ts';
 import type { PoliciesService } from './policies.service.ts';
-import { evaluatePolicy, type PolicyFacts } from './policy.model.ts';
+import { countsPayments, evaluatePolicy, type PolicyFacts } from './policy.model.ts';
 
 export interface DecisionsDeps {
   db: Kysely<DB>;
@@ -140,7 +140,7 @@ export function createDecisionsService(deps: DecisionsDeps) {
       : `approval ${id} was granted for another payment (agent, counterparty, amount and asset must match)`;
   }
 
-  return {
+  const service = {
     /**
      * One answer before money moves: the agent's score and confidence, the sanctions of the agent,
      * its owner and the counterparty, the organization's policy and budget. Synchronous; stored
@@ -153,6 +153,23 @@ export function createDecisionsService(deps: DecisionsDeps) {
       executor: Kysely<DB> = db,
       afterCommit: (effect: () => void) => void = (effect) => effect(),
     ): Promise<Decision> {
+      // A hold under a policy that counts the agent's payments (velocity, counterpartyCap): counted
+      // and held in one transaction under the agent's lock, or two at once would each count
+      // without the other and both hold.
+      if (input.hold) {
+        const rules = (await policies.effective(actor.organizationId, input.agent, executor))?.rules;
+        if (countsPayments(rules)) {
+          if (!executor.isTransaction) {
+            const effects: Array<() => void> = [];
+            const decided = await db
+              .transaction()
+              .execute((trx) => service.decide(actor, input, trx, (effect) => effects.push(effect)));
+            for (const effect of effects) effect();
+            return decided;
+          }
+          await repo.lockPaymentCount(executor, actor.organizationId, input.agent);
+        }
+      }
       const now = clock();
       const asset = input.asset ?? '';
       const counterparty = input.counterparty ?? null;
@@ -457,6 +474,7 @@ export function createDecisionsService(deps: DecisionsDeps) {
       return toDecision(row, hold ? toAuthorization(hold) : null);
     },
   };
+  return service;
 }
 
 /**

@@ -69,12 +69,20 @@ export function createPoliciesService({ db, clock, audit, cache }: PoliciesDeps)
     if (agent !== null && !(await findAgent(db, agent))) throw new AgentNotFoundError(agent);
   }
 
-  /** Writes the next version; concurrent writers of the same policy wait their turn for a number. */
+  /**
+   * Writes the next version; concurrent writers of the same policy wait their turn for a number. A
+   * deletion (`rules` null) finds the policy there under that lock, or two at once would both
+   * delete it.
+   */
   async function write(actor: Actor, agent: string | null, rules: PolicyRule[] | null): Promise<repo.PolicyRow> {
     const stored = agent ?? repo.DEFAULT_POLICY_AGENT;
     const now = clock();
     const row = await db.transaction().execute(async (trx) => {
       await repo.lockPolicy(trx, actor.organizationId, stored);
+      if (rules === null) {
+        const latest = await repo.latestPolicy(trx, actor.organizationId, stored);
+        if (!latest || latest.rules === null) throw new PolicyNotFoundError(agent);
+      }
       const row = await repo.insertVersion(trx, {
         organizationId: actor.organizationId,
         agent: stored,
@@ -136,8 +144,6 @@ export function createPoliciesService({ db, clock, audit, cache }: PoliciesDeps)
     /** Deletes the policy: a version without rules (the history stays). */
     async remove(actor: Actor, agent: string | null): Promise<Policy> {
       await requireAgent(agent);
-      const latest = await repo.latestPolicy(db, actor.organizationId, agent ?? repo.DEFAULT_POLICY_AGENT);
-      if (!latest || latest.rules === null) throw new PolicyNotFoundError(agent);
       return toPolicy(await write(actor, agent, null));
     },
   };

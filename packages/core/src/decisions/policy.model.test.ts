@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { decide } from './decisions.model.ts';
-import { evaluatePolicy, inTimeWindow, localTime, matches, type PolicyFacts } from './policy.model.ts';
+import { countsPayments, evaluatePolicy, inTimeWindow, localTime, matches, type PolicyFacts } from './policy.model.ts';
 
 const base: PolicyFacts = {
   amount: 100n,
@@ -78,6 +78,12 @@ describe('conditions', () => {
     };
     expect(await matches({ amountAbove: '1000', velocity: { max: 5, windowSeconds: 60 } }, counting)).toBe(false);
     expect(reads).toBe(0);
+    // Whatever their place in `when`: a false condition that needs no read ends the rule first.
+    expect(await matches({ velocity: { max: 5, windowSeconds: 60 }, agentScoreBelow: 500 }, counting)).toBe(false);
+    expect(
+      await matches({ counterpartyCap: { amount: '1', windowSeconds: 60 }, counterpartyGradeAtLeast: 'A' }, counting),
+    ).toBe(false);
+    expect(reads).toBe(0);
     expect(await matches({ velocity: { max: 5, windowSeconds: 60 } }, counting)).toBe(true);
     expect(await matches({ counterpartyCap: { amount: '1049', windowSeconds: 60 } }, counting)).toBe(true);
     expect(await matches({ counterpartyCap: { amount: '1050', windowSeconds: 60 } }, counting)).toBe(false);
@@ -140,5 +146,22 @@ describe('a policy and the decision', () => {
       'POLICY_NO_MATCH',
       'APPROVAL_INVALID',
     ]);
+  });
+});
+
+describe('countsPayments', () => {
+  it('is true of a rule set with a velocity or counterparty cap condition anywhere, and of no other', () => {
+    const rest = { name: 'rest', action: 'allow' as const, when: {} };
+    expect(countsPayments(null)).toBe(false);
+    expect(countsPayments([rest, { name: 'big', action: 'review', when: { amountAbove: '10' } }])).toBe(false);
+    expect(
+      countsPayments([rest, { name: 'v', action: 'deny', when: { velocity: { max: 1, windowSeconds: 60 } } }]),
+    ).toBe(true);
+    expect(
+      countsPayments([
+        { name: 'c', action: 'deny', when: { counterpartyCap: { amount: '1', windowSeconds: 60 } } },
+        rest,
+      ]),
+    ).toBe(true);
   });
 });

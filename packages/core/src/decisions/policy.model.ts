@@ -74,15 +74,6 @@ export async function matches(when: PolicyCondition, facts: PolicyFacts): Promis
   add(when.amountAbove, () => facts.amount > BigInt(when.amountAbove as string));
   add(when.amountAtMost, () => facts.amount <= BigInt(when.amountAtMost as string));
   add(when.timeWindow, () => inTimeWindow(when.timeWindow as NonNullable<PolicyCondition['timeWindow']>, facts.now));
-  add(when.velocity, async () => {
-    const v = when.velocity as { max: number; windowSeconds: number };
-    return (await facts.velocity(v.windowSeconds)) >= v.max;
-  });
-  add(when.counterpartyCap, async () => {
-    const c = when.counterpartyCap as { amount: string; windowSeconds: number };
-    if (cp === null) return false;
-    return (await facts.toCounterparty(c.windowSeconds)) + facts.amount > BigInt(c.amount);
-  });
   add(when.agentScoreBelow, () => facts.agent.score < (when.agentScoreBelow as number));
   add(when.agentScoreAtLeast, () => facts.agent.score >= (when.agentScoreAtLeast as number));
   add(when.agentGradeBelow, () => gradeRank(facts.agent.grade) < gradeRank(when.agentGradeBelow as Grade));
@@ -111,13 +102,31 @@ export async function matches(when: PolicyCondition, facts: PolicyFacts): Promis
     when.counterpartyConfidenceAtLeast,
     () => cpAgent !== null && cpAgent.confidence >= (when.counterpartyConfidenceAtLeast as number),
   );
+  // Conditions that read the database come last, whatever their place in `when`.
+  add(when.counterpartyCap, async () => {
+    const c = when.counterpartyCap as { amount: string; windowSeconds: number };
+    if (cp === null) return false;
+    return (await facts.toCounterparty(c.windowSeconds)) + facts.amount > BigInt(c.amount);
+  });
+  add(when.velocity, async () => {
+    const v = when.velocity as { max: number; windowSeconds: number };
+    return (await facts.velocity(v.windowSeconds)) >= v.max;
+  });
   add(when.anomalyRiskAtLeast, async () => {
     const severity = await facts.anomalySeverity();
     return SEVERITY_ORDER.indexOf(severity) >= SEVERITY_ORDER.indexOf(when.anomalyRiskAtLeast as 'LOW');
   });
-  // Cheap conditions first in the order written; a false one ends the rule before any read.
+  // The first false condition ends the rule, before any read a later one would make.
   for (const check of checks) if (!(await check())) return false;
   return true;
+}
+
+/**
+ * Whether a rule set counts the agent's own payments (`velocity`, `counterpartyCap`): a decision
+ * that holds money under it must count and hold with no other such decision in between.
+ */
+export function countsPayments(rules: readonly PolicyRule[] | null | undefined): boolean {
+  return (rules ?? []).some((r) => r.when.velocity !== undefined || r.when.counterpartyCap !== undefined);
 }
 
 export type PolicyOutcome = { kind: 'none' } | { kind: 'matched'; rule: PolicyRule } | { kind: 'unmatched' };
