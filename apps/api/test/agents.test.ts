@@ -220,6 +220,8 @@ describe('GET /api/agents (list)', () => {
       'grade=Z',
       'sort=name',
       'minScore=900&maxScore=100',
+      'minScore=',
+      'maxScore=1e3',
       'cursor=zzz',
       'registered=yes',
       'foo=1',

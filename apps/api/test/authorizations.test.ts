@@ -22,6 +22,7 @@ import {
   randomAddress,
   recordTx,
   type TestContext,
+  until,
   withoutSanctionsList,
 } from '@vouch/testkit';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
@@ -419,7 +420,18 @@ describe('ledger reads', () => {
     expect(refused.map((s: { amount: string }) => s.amount)).toEqual(['200']);
     const window = (await get(t.app, `/api/budgets/${agent}/spends?from=${from + 60}&to=${from + 180}`)).json().data;
     expect(window.spends.map((s: { amount: string }) => s.amount)).toEqual(['30', '20']);
-    for (const bad of ['status=maybe', 'cursor=%%%', 'from=5&to=4', 'limit=0', 'asset=USDC', 'to=10000000000000']) {
+    for (const bad of [
+      'status=maybe',
+      'cursor=%%%',
+      'from=5&to=4',
+      'limit=0',
+      'asset=USDC',
+      'to=10000000000000',
+      // Empty or not digits: not read as 0 (an empty list) or as no bound.
+      'to=',
+      'from=',
+      'from=1e3',
+    ]) {
       expect((await get(t.app, `/api/budgets/${agent}/spends?${bad}`)).statusCode, bad).toBe(400);
     }
     expect((await get(t.app, `/api/budgets/0x${'9'.repeat(40)}/spends`)).statusCode).toBe(404);
@@ -509,6 +521,36 @@ describe('under concurrency', () => {
 });
 
 // The embedded database has one connection: nothing can run beside an open transaction there.
+describe.runIf(inject('testDbMode') === 'postgres')('a refund of what is left racing a partial refund', () => {
+  it('refunds what the other left, not what it read before', async () => {
+    const agent = await createAgentWithBudget(t.app, limits);
+    const spent = (await post(t.app, `/api/budgets/${agent}/spend`, { amount: '100' })).json().data;
+    /** Refund statements of this database waiting for a row lock. */
+    const waiting = async () =>
+      (
+        await sql<{ n: number }>`SELECT count(*)::int AS n FROM pg_stat_activity
+          WHERE datname = current_database() AND wait_event_type = 'Lock' AND query LIKE '%refund_amount%'`.execute(
+          t.database.db,
+        )
+      ).rows[0]?.n ?? 0;
+    // A refund of 30 holds the spend's row; the refund of the rest reads 100 left, then waits.
+    const partial = await holdTransaction(t.database.db, (trx) =>
+      t.services.budgets.refund(systemActor(), agent, spent.spendId, { amount: '30' }, trx),
+    );
+    let rest: ReturnType<typeof post> | undefined;
+    try {
+      rest = post(t.app, `/api/budgets/${agent}/spends/${spent.spendId}/refund`, {});
+      await until(async () => (await waiting()) >= 1, 10_000, 20);
+    } finally {
+      await partial.release();
+    }
+    const res = await rest;
+    expect(res?.statusCode, res?.body).toBe(201);
+    expect(res?.json().data).toMatchObject({ amount: '70', refunded: '100' });
+    expect(await readBudget(agent)).toMatchObject({ dailySpent: '0', monthlySpent: '0' });
+  });
+});
+
 describe.runIf(inject('testDbMode') === 'postgres')('a settled capture racing a void', () => {
   it('answers that the hold was voided, not what the screen found', async () => {
     const agent = await createAgentWithBudget(t.app, limits);

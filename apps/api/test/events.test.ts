@@ -386,6 +386,7 @@ describe('GET /api/events', () => {
       'since=-1',
       // After the year 9999: no date.
       'since=10000000000000',
+      'since=',
       'x=1',
     ]) {
       const res = await get(t.app, `/api/events?${query}`);

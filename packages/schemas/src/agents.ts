@@ -1,6 +1,15 @@
 import { z } from 'zod';
 import { erc8004Identity } from './erc8004.ts';
-import { address, colorValue, gradeValue, hexBytes, queryBoolean, scoreValue, unixSeconds } from './primitives.ts';
+import {
+  address,
+  colorValue,
+  gradeValue,
+  hexBytes,
+  queryBoolean,
+  queryInteger,
+  scoreValue,
+  unixSeconds,
+} from './primitives.ts';
 
 export const agentParams = z.object({ address });
 
@@ -107,8 +116,8 @@ export const listQuery = z
   .strictObject({
     limit: z.coerce.number().int().min(1).max(1000).default(100),
     cursor: z.string().max(512).optional(),
-    minScore: z.coerce.number().int().min(0).max(1000).optional(),
-    maxScore: z.coerce.number().int().min(0).max(1000).optional(),
+    minScore: queryInteger(0, 1000).optional(),
+    maxScore: queryInteger(0, 1000).optional(),
     grade: gradeValue.optional(),
     registered: queryBoolean.optional(),
     sort: sortOrder.default('score_desc'),

@@ -82,8 +82,18 @@ export const unixSeconds = z
   .max(MAX_UNIX_SECONDS)
   .meta({ description: 'Unix time in seconds' });
 
+/**
+ * A whole number in a query string: digits only, so an empty value (`?to=`) is a 400 rather than
+ * the 0 that coercing it would give, and `1e3` or ` 7` are not numbers here either.
+ */
+export const queryInteger = (min: number, max: number) =>
+  z
+    .string()
+    .regex(/^\d{1,15}$/, 'expected a whole number')
+    .pipe(z.coerce.number<string>().int().min(min).max(max));
+
 /** Integer unix seconds in a query string. */
-export const queryUnixSeconds = z.coerce.number().int().nonnegative().max(MAX_UNIX_SECONDS);
+export const queryUnixSeconds = queryInteger(0, MAX_UNIX_SECONDS);
 
 export const scoreValue = z.number().int().min(0).max(1000);
 export const gradeValue = z.enum(['AAA', 'AA', 'A', 'BBB', 'BB', 'B', 'CCC', 'CC', 'C', 'D']);

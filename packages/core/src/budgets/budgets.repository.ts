@@ -582,8 +582,9 @@ export type RefundRow = {
  * A refund of an accepted spend, in one statement: the spend's `refunded` grows only while it
  * stays within what was spent (so refunds never exceed it, whatever runs at once), and the budget
  * gives back the amount in each of the spend's windows it still counts, never more than that
- * window shows as spent (`refundRestores` in budgets.model.ts). Returns nothing when the spend is
- * not the organization's accepted spend of the agent or the refund would exceed it.
+ * window shows as spent (`refundRestores` in budgets.model.ts). Without an amount it refunds what
+ * is left once it holds the spend's row, after any refund running at once. Returns nothing when
+ * the spend is not the organization's accepted spend of the agent or the refund would exceed it.
  */
 export async function refund(
   db: Executor,
@@ -591,7 +592,8 @@ export async function refund(
     organizationId: string;
     agent: string;
     spendId: string;
-    amount: string;
+    /** null: all that is left of the spend when the statement locks it. */
+    amount: string | null;
     reason: string | null;
     day: Date;
     month: Date;
@@ -601,16 +603,19 @@ export async function refund(
     events?: EventMeta | null | undefined;
   },
 ): Promise<RefundRow | undefined> {
-  const amount = sql`${v.amount}::numeric`;
   // What the refund gives back to a window: the amount, while the spend's window is the current one.
   const restoresDay = sql`(CASE WHEN s.day_start >= ${v.day} AND b.day_start = s.day_start THEN s.refund_amount ELSE 0 END)`;
   const restoresMonth = sql`(CASE WHEN s.month_start >= ${v.month} AND b.month_start = s.month_start THEN s.refund_amount ELSE 0 END)`;
   const result = await sql<RefundRow>`
-    WITH s AS (
-      UPDATE spends AS s SET refunded = s.refunded + ${amount}
-      WHERE s.id = ${v.spendId}::bigint AND s.organization_id = ${v.organizationId} AND s.agent = ${v.agent}
-        AND s.accepted AND ${amount} > 0 AND s.refunded + ${amount} <= s.amount
-      RETURNING s.*, ${amount} AS refund_amount
+    WITH cur AS (
+      SELECT id, COALESCE(${v.amount}::numeric, amount - refunded) AS refund_amount FROM spends
+      WHERE id = ${v.spendId}::bigint AND organization_id = ${v.organizationId} AND agent = ${v.agent} AND accepted
+      FOR UPDATE
+    ), s AS (
+      UPDATE spends AS s SET refunded = s.refunded + cur.refund_amount
+      FROM cur
+      WHERE s.id = cur.id AND cur.refund_amount > 0 AND s.refunded + cur.refund_amount <= s.amount
+      RETURNING s.*, cur.refund_amount
     ), upd AS (
       UPDATE budgets AS b SET
         daily_spent = b.daily_spent - LEAST(b.daily_spent, ${restoresDay}),

@@ -350,12 +350,11 @@ export function createBudgetsService({ db, clock, audit, events, budgetThreshold
       const spend = await repo.findSpend(executor, actor.organizationId, address, spendId);
       if (!spend) throw new SpendNotFoundError(spendId);
       const left = BigInt(spend.amount) - BigInt(spend.refunded);
-      const amount = input.amount ?? left.toString();
       const refusal = !spend.accepted
         ? 'a refused attempt spent nothing to refund'
         : left === 0n
           ? 'the spend is already refunded in full'
-          : BigInt(amount) > left
+          : input.amount !== undefined && BigInt(input.amount) > left
             ? `at most ${left} is left to refund`
             : null;
       const row =
@@ -364,7 +363,8 @@ export function createBudgetsService({ db, clock, audit, events, budgetThreshold
               organizationId: actor.organizationId,
               agent: address,
               spendId,
-              amount,
+              // None: what is left when the statement holds the spend (another refund may run now).
+              amount: input.amount ?? null,
               reason: input.reason ?? null,
               day: dayStart(now),
               month: monthStart(now),
