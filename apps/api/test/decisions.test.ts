@@ -279,6 +279,40 @@ describe('policies', () => {
     expect((await get(t.app, `/api/agents/${randomAddress()}/policy`)).json().error.code).toBe('AGENT_NOT_FOUND');
   });
 
+  it('written with expectedVersion are written only over that version', async () => {
+    const agent = await createAgent(t.app);
+    const put = (expectedVersion: unknown, name = 'a') =>
+      t.app.inject({
+        method: 'PUT',
+        url: `/api/agents/${agent}/policy`,
+        payload: { rules: [{ name, action: 'allow' }], expectedVersion },
+      });
+    // 0: only if it never had one.
+    expect((await put(0)).json().data.version).toBe(1);
+    const stale = await put(0, 'b');
+    expect(stale.statusCode).toBe(409);
+    expect(failureEnvelope.parse(stale.json()).error).toMatchObject({
+      code: 'POLICY_VERSION_CONFLICT',
+      details: { expectedVersion: 0, currentVersion: 1 },
+    });
+    expect((await put(1, 'b')).json().data.version).toBe(2);
+    // A deletion is a version too.
+    expect((await t.app.inject({ method: 'DELETE', url: `/api/agents/${agent}/policy` })).statusCode).toBe(200);
+    expect((await put(2, 'c')).json().error.details).toEqual({ expectedVersion: 2, currentVersion: 3 });
+    expect((await put(3, 'c')).json().data).toMatchObject({ version: 4, rules: [{ name: 'c' }] });
+    for (const bad of [-1, 1.5, '4']) expect((await put(bad)).statusCode, String(bad)).toBe(400);
+    // Two editors that read version 4 at once: one writes, the other is told.
+    const both = await Promise.all([put(4, 'd'), put(4, 'e')]);
+    expect(both.map((r) => r.statusCode).sort()).toEqual([200, 409]);
+    // The default policy alike.
+    const onDefault = await t.app.inject({
+      method: 'PUT',
+      url: '/api/policies/default',
+      payload: { rules: [{ name: 'x', action: 'deny' }], expectedVersion: 999 },
+    });
+    expect(onDefault.json().error.code).toBe('POLICY_VERSION_CONFLICT');
+  });
+
   it('deleted twice at once are deleted once: one 200, one 404, one deletion in the history', async () => {
     const agent = await createAgent(t.app);
     await setPolicy(agent, [{ name: 'a', action: 'allow' }]);

@@ -111,6 +111,10 @@ export const policyBody = z
       .refine((rules) => new Set(rules.map((r) => r.name)).size === rules.length, {
         message: 'rule names must be unique',
       }),
+    expectedVersion: z.number().int().min(0).optional().meta({
+      description:
+        'Write only if the policy’s latest version (a deletion included) is this one, 0 if it never had one: 409 POLICY_VERSION_CONFLICT otherwise, so an edit made from a stale read does not replace a newer one',
+    }),
   })
   .meta({ id: 'PolicyBody' });
 export type PolicyInput = z.infer<typeof policyBody>;

@@ -160,7 +160,7 @@ export const agentsRoutes: FastifyPluginAsyncZod<{ services: Services }> = async
       summary: 'Replace the organization’s policy for this agent (a new version): ordered rules, first match wins',
       params: agentParams,
       body: policyBody,
-      response: responses({ 200: policy }, [404, 413, 415]),
+      response: responses({ 200: policy }, [404, 409, 413, 415]),
     },
     handler: async (req) => ok(await services.policies.put(actorOf(req), req.params.address, req.body)),
   });

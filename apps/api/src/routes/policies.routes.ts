@@ -34,7 +34,7 @@ export const policiesRoutes: FastifyPluginAsyncZod<{ services: Services }> = asy
       tags: ['decisions'],
       summary: 'Replace the default policy (a new version): ordered rules, first match wins, deny when none matches',
       body: policyBody,
-      response: responses({ 200: policy }, [413, 415]),
+      response: responses({ 200: policy }, [409, 413, 415]),
     },
     handler: async (req) => ok(await services.policies.put(actorOf(req), null, req.body)),
   });

@@ -23,6 +23,17 @@ export interface EffectivePolicy {
   rules: PolicyRule[];
 }
 
+/** A write that named the version it was made from, which is no longer the latest. */
+export class PolicyVersionConflictError extends DomainError {
+  constructor(agent: string | null, expectedVersion: number, currentVersion: number) {
+    super(
+      'POLICY_VERSION_CONFLICT',
+      `${agent ? `agent ${agent}'s policy` : 'the default policy'} is at version ${currentVersion}, not ${expectedVersion}`,
+      { expectedVersion, currentVersion },
+    );
+  }
+}
+
 export class PolicyNotFoundError extends DomainError {
   constructor(agent: string | null, version?: number) {
     super(
@@ -70,18 +81,26 @@ export function createPoliciesService({ db, clock, audit, cache }: PoliciesDeps)
   }
 
   /**
-   * Writes the next version; concurrent writers of the same policy wait their turn for a number. A
-   * deletion (`rules` null) finds the policy there under that lock, or two at once would both
-   * delete it.
+   * Writes the next version; concurrent writers of the same policy wait their turn for a number.
+   * Under that lock, a deletion (`rules` null) finds the policy there, or two at once would both
+   * delete it, and a write that names `expectedVersion` finds it the latest.
    */
-  async function write(actor: Actor, agent: string | null, rules: PolicyRule[] | null): Promise<repo.PolicyRow> {
+  async function write(
+    actor: Actor,
+    agent: string | null,
+    rules: PolicyRule[] | null,
+    expectedVersion?: number,
+  ): Promise<repo.PolicyRow> {
     const stored = agent ?? repo.DEFAULT_POLICY_AGENT;
     const now = clock();
     const row = await db.transaction().execute(async (trx) => {
       await repo.lockPolicy(trx, actor.organizationId, stored);
-      if (rules === null) {
+      if (rules === null || expectedVersion !== undefined) {
         const latest = await repo.latestPolicy(trx, actor.organizationId, stored);
-        if (!latest || latest.rules === null) throw new PolicyNotFoundError(agent);
+        if (rules === null && (!latest || latest.rules === null)) throw new PolicyNotFoundError(agent);
+        const current = latest?.version ?? 0;
+        if (expectedVersion !== undefined && expectedVersion !== current)
+          throw new PolicyVersionConflictError(agent, expectedVersion, current);
       }
       const row = await repo.insertVersion(trx, {
         organizationId: actor.organizationId,
@@ -138,7 +157,7 @@ export function createPoliciesService({ db, clock, audit, cache }: PoliciesDeps)
     /** Replaces the rule set: a new version, in the audit log. */
     async put(actor: Actor, agent: string | null, input: PolicyInput): Promise<Policy> {
       await requireAgent(agent);
-      return toPolicy(await write(actor, agent, input.rules));
+      return toPolicy(await write(actor, agent, input.rules, input.expectedVersion));
     },
 
     /** Deletes the policy: a version without rules (the history stays). */
