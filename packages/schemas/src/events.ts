@@ -83,9 +83,10 @@ const verificationCompletedData = z.object({
   verifiedAt: unixSeconds,
 });
 
+// No `url`: events are read with the `read` scope, and where an endpoint sends (a URL may carry a
+// token) is shown to `manage` keys only (GET /api/webhooks/:id).
 const webhookDisabledData = z.object({
   webhookId: z.string(),
-  url: z.string(),
   reason: z.string(),
   failingSince: unixSeconds,
   lastStatusCode: z.number().int().nullable(),

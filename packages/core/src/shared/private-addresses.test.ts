@@ -43,7 +43,7 @@ describe('privateRefusingLookup', () => {
       const { error } = await ask('rebound.test', all);
       expect(error).toBeInstanceOf(PrivateTargetError);
       expect(error?.message).toBe(
-        'rebound.test resolves to 127.0.0.1, a private, loopback or reserved address: refused (SOME_SETTING)',
+        'rebound.test resolves to a private, loopback or reserved address: refused (SOME_SETTING)',
       );
     }
   });

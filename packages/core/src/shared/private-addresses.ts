@@ -27,6 +27,8 @@ for (const [network, prefix] of [
 for (const [network, prefix] of [
   // The unspecified address, loopback and the deprecated IPv4-compatible ones (`::a.b.c.d`).
   ['::', 96],
+  // Teredo tunnels: an IPv4 address behind it, obfuscated.
+  ['2001::', 32],
   ['64:ff9b:1::', 48],
   ['100::', 64],
   ['2001:db8::', 32],
@@ -38,15 +40,19 @@ for (const [network, prefix] of [
   privateRanges.addSubnet(network, prefix, 'ipv6');
 }
 
-/** The IPv4 address an IPv6 one carries (IPv4-mapped `::ffff:a.b.c.d`, NAT64 `64:ff9b::/96`, 6to4 `2002::/16`), if any. */
+/**
+ * The IPv4 address an IPv6 one carries (IPv4-mapped `::ffff:a.b.c.d`, IPv4-translated
+ * `::ffff:0:a.b.c.d`, NAT64 `64:ff9b::/96`, 6to4 `2002::/16`), if any.
+ */
 function embeddedIpv4(address: string): string | null {
   const lower = address.toLowerCase();
-  const mapped = /^::ffff:(\d+\.\d+\.\d+\.\d+)$/.exec(lower) ?? /^64:ff9b::(\d+\.\d+\.\d+\.\d+)$/.exec(lower);
+  const mapped = /^::ffff:(?:0:)?(\d+\.\d+\.\d+\.\d+)$/.exec(lower) ?? /^64:ff9b::(\d+\.\d+\.\d+\.\d+)$/.exec(lower);
   if (mapped?.[1]) return mapped[1];
   const words = expandIpv6(lower);
   if (!words) return null;
   const v4 = (hi: number, lo: number) => `${hi >> 8}.${hi & 255}.${lo >> 8}.${lo & 255}`;
-  if (words.slice(0, 6).join(':') === '0:0:0:0:0:65535') return v4(words[6] as number, words[7] as number);
+  const prefix = words.slice(0, 6).join(':');
+  if (prefix === '0:0:0:0:0:65535' || prefix === '0:0:0:0:65535:0') return v4(words[6] as number, words[7] as number);
   if (words[0] === 0x64 && words[1] === 0xff9b && words.slice(2, 6).every((w) => w === 0)) {
     return v4(words[6] as number, words[7] as number);
   }
@@ -105,8 +111,9 @@ export function privateRefusingLookup(setting: string, resolve: Resolve = dnsLoo
       const refused = addresses.find((a) => isPrivateAddress(a.address));
       const first = addresses[0];
       if (refused || !first) {
+        // Not which address: that would tell whoever chose the name what an internal one resolves to.
         const why = refused
-          ? `${hostname} resolves to ${refused.address}, a private, loopback or reserved address`
+          ? `${hostname} resolves to a private, loopback or reserved address`
           : `${hostname} resolves to no address`;
         return callback(new PrivateTargetError(`${why}: refused (${setting})`), '', 0);
       }

@@ -1,7 +1,7 @@
 import http from 'node:http';
 import https from 'node:https';
 import { isIP } from 'node:net';
-import { privateRefusingLookup } from '../shared/private-addresses.ts';
+import { PrivateTargetError, privateRefusingLookup } from '../shared/private-addresses.ts';
 import { literalTargetProblem } from './webhooks.model.ts';
 
 export interface SendOptions {
@@ -22,6 +22,8 @@ export interface SendResult {
 const MAX_RESPONSE_BYTES = 64 * 1024;
 
 const guardedLookup = privateRefusingLookup('WEBHOOK_ALLOW_PRIVATE_TARGETS');
+/** The resolver's answers that a name has no address (or none it could get). */
+const NAME_NOT_RESOLVED = new Set(['ENOTFOUND', 'EAI_AGAIN', 'EAI_NONAME', 'EAI_FAIL', 'ENODATA']);
 
 /**
  * POSTs one webhook message. Never throws: the outcome (status, time, error) is the result.
@@ -56,17 +58,28 @@ export function postWebhook(
     }
     const client = target.protocol === 'https:' ? https : http;
     const payload = Buffer.from(body, 'utf8');
+    const guarded = !options.allowPrivateTargets && !isIP(target.hostname.replace(/^\[|\]$/g, ''));
     const request = client.request(target, {
       method: 'POST',
       headers: { ...headers, 'content-length': String(payload.length) },
       // A fresh connection per attempt: no socket outlives the check made when it was opened.
       agent: false,
-      ...(!options.allowPrivateTargets && !isIP(target.hostname.replace(/^\[|\]$/g, '')) && { lookup: guardedLookup }),
+      ...(guarded && { lookup: guardedLookup }),
     });
     timer = setTimeout(() => {
       request.destroy(new Error(`no answer within ${options.timeoutMs} ms`));
     }, options.timeoutMs);
-    request.on('error', (error) => finish(null, error.message));
+    request.on('error', (error: NodeJS.ErrnoException) => {
+      // A name refused as private and one that does not resolve read the same: the attempt log
+      // must not tell whoever set the URL which internal names exist.
+      const unresolved = error instanceof PrivateTargetError || NAME_NOT_RESOLVED.has(error.code ?? '');
+      finish(
+        null,
+        guarded && unresolved
+          ? `${target.hostname} does not resolve to a public address (unknown, or private): refused (WEBHOOK_ALLOW_PRIVATE_TARGETS)`
+          : error.message,
+      );
+    });
     request.on('response', (response) => {
       const status = response.statusCode ?? null;
       const location = response.headers.location;

@@ -70,6 +70,11 @@ describe('private addresses', () => {
       '::7f00:1',
       '::127.0.0.1',
       '64:ff9b:1::a00:1',
+      // IPv4-translated (SIIT), as the URL parser writes it and dotted; Teredo.
+      '::ffff:0:7f00:1',
+      '::ffff:0:a9fe:a9fe',
+      '::ffff:0:127.0.0.1',
+      '2001:0:4136:e378:8000:63bf:3fff:fdd2',
       '[::1]',
       'not an address',
     ]) {
@@ -82,6 +87,7 @@ describe('private addresses', () => {
       '192.169.0.1',
       '2606:4700:4700::1111',
       '::ffff:8.8.8.8',
+      '::ffff:0:808:808',
     ]) {
       expect(isPrivateAddress(address), address).toBe(false);
     }

@@ -203,7 +203,6 @@ export function createWebhooksService({
       null,
       {
         webhookId,
-        url: disabled.url,
         reason,
         failingSince: toUnixSeconds(disabled.failing_since ?? now),
         lastStatusCode: attempt.statusCode,
