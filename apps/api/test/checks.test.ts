@@ -1,4 +1,5 @@
 import { readFileSync } from 'node:fs';
+import { createSanctionsService } from '@vouch/core';
 import { anomalyResult, enrichResult, screeningResult, successEnvelope, verificationResult } from '@vouch/schemas';
 import { createAgent, createTestApp, get, post, randomAddress, recordTx, type TestContext } from '@vouch/testkit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -258,6 +259,44 @@ describe('importing a new OFAC snapshot', () => {
       expect((await post(ctx.app, '/api/verify/sanctions', { address: delisted })).json().data.sanctioned).toBe(false);
       expect((await get(ctx.app, `/api/agents/${newlyListed}/score`)).json().data.score).toBe(0);
       expect((await get(ctx.app, `/api/agents/${delisted}/score`)).json().data.score).toBe(488);
+    } finally {
+      await ctx.close();
+    }
+  });
+
+  it('is re-scored by the next start when its importer stopped after activating it', async () => {
+    const ctx = await createTestApp({ jobs: 'in-process' });
+    try {
+      const newlyListed = '0x1111111111111111111111111111111111111111';
+      await createAgent(ctx.app, { address: newlyListed });
+      await recordTx(ctx.app, newlyListed, { amount: (10n ** 18n).toString() });
+      await post(ctx.app, '/api/scores/recompute', { agents: [newlyListed] });
+      const score = async () => (await get(ctx.app, `/api/agents/${newlyListed}/score`)).json().data.score;
+      expect(await score()).toBe(488);
+      // An importer that stops once the snapshot is active, before it re-scored anyone.
+      const stopping = createSanctionsService({
+        db: ctx.database.db,
+        clock: () => ctx.clock.now,
+        rescore: async () => {
+          throw new Error('the importer stopped');
+        },
+      });
+      const xml = readFileSync(new URL('../../../test/fixtures/sdn_advanced_small.xml', import.meta.url), 'utf8');
+      await expect(stopping.importXml(xml, undefined, { force: true })).rejects.toThrow('the importer stopped');
+      expect((await post(ctx.app, '/api/verify/sanctions', { address: newlyListed })).json().data.sanctioned).toBe(
+        true,
+      );
+      expect(await score()).toBe(488);
+      // What a process does when it starts: the re-scoring owed is done, once.
+      expect(await ctx.services.sanctions.ensureBundled()).toBeNull();
+      expect(await score()).toBe(0);
+      const owed = await ctx.database.db
+        .selectFrom('sanctions_snapshots')
+        .select('id')
+        .where('is_active', '=', true)
+        .where('rescored_at', 'is', null)
+        .execute();
+      expect(owed).toEqual([]);
     } finally {
       await ctx.close();
     }

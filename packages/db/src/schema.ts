@@ -249,6 +249,10 @@ export interface SanctionsSnapshotsTable {
   content_hash: string | null;
   is_active: boolean;
   imported_at: CreatedAt;
+  /** The snapshot active when this one was imported: what its re-scoring compares with. */
+  previous_id: string | null;
+  /** When the agents whose status this import changed were re-scored; null: still owed. */
+  rescored_at: Timestamp | null;
 }
 
 export interface SanctionsEntriesTable {

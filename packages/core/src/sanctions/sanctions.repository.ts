@@ -48,7 +48,14 @@ export async function entriesOf(db: Executor, snapshotId: string): Promise<Map<s
 /** Stores a snapshot, inactive until activated. */
 export async function insertSnapshot(
   db: Executor,
-  v: { name: string; snapshotDate: string; entries: Map<string, string[]>; contentHash: string },
+  v: {
+    name: string;
+    snapshotDate: string;
+    entries: Map<string, string[]>;
+    contentHash: string;
+    /** The snapshot active until this one is: what its re-scoring compares with. */
+    previousId: string | null;
+  },
 ): Promise<string> {
   const snapshot = await db
     .insertInto('sanctions_snapshots')
@@ -58,6 +65,7 @@ export async function insertSnapshot(
       entries: v.entries.size,
       content_hash: v.contentHash,
       is_active: false,
+      previous_id: v.previousId,
     })
     .returning('id')
     .executeTakeFirstOrThrow();
@@ -69,6 +77,16 @@ export async function insertSnapshot(
       .execute();
   }
   return snapshot.id;
+}
+
+/** The active snapshot, if the re-scoring of its import is still owed (its importer stopped first). */
+export function owedRescore(db: Executor) {
+  return activeSnapshotQuery(db).select(['id', 'previous_id']).where('rescored_at', 'is', null).executeTakeFirst();
+}
+
+/** The re-scoring of this snapshot's import is done. */
+export async function markRescored(db: Executor, snapshotId: string, at: Date): Promise<void> {
+  await db.updateTable('sanctions_snapshots').set({ rescored_at: at }).where('id', '=', snapshotId).execute();
 }
 
 /** Makes one snapshot the active one (only one is active at a time). */

@@ -150,6 +150,31 @@ export function createSanctionsService({ db, clock, rescore, cache, events }: Sa
   }
 
   /**
+   * After an import has committed: re-screens every registered agent and re-scores those the
+   * import listed or delisted (`flipped`), then records that it did. An importer that stops before
+   * that leaves it owed, and `finishRescore` does it.
+   */
+  async function rescoreChanged(snapshotId: string, flipped: string[]) {
+    const changed = new Set(flipped);
+    const screened = await screenMany(await repo.registeredAgents(db));
+    const changedAgents = screened
+      .filter((r) => changed.has(r.address))
+      .map((r) => ({ address: r.address, sanctioned: r.sanctioned }));
+    if (changedAgents.length && rescore) await rescore(changedAgents.map((a) => a.address));
+    await repo.markRescored(db, snapshotId, clock());
+    return changedAgents;
+  }
+
+  /** The re-scoring an earlier import still owes, if any (its importer stopped before it). */
+  async function finishRescore(): Promise<number> {
+    const owed = await repo.owedRescore(db);
+    if (!owed) return 0;
+    const before = owed.previous_id === null ? [] : await repo.addressesOf(db, owed.previous_id);
+    const { added, removed } = diffSnapshots(before, await repo.addressesOf(db, owed.id));
+    return (await rescoreChanged(owed.id, [...added, ...removed])).length;
+  }
+
+  /**
    * Stores a new snapshot and makes it the active one in one transaction, then
    * re-screens every registered agent and re-scores those whose status changed.
    */
@@ -159,6 +184,8 @@ export function createSanctionsService({ db, clock, rescore, cache, events }: Sa
   ): Promise<ImportResult | null> {
     const entries = unionLists(v.lists);
     const hash = contentHash(entries);
+    // What the last import still owes first: this one re-scores only what it changes.
+    await finishRescore();
     const stored = await db.transaction().execute(async (trx) => {
       // One import at a time, so replicas starting together load the bundled lists once.
       await repo.lockImports(trx);
@@ -177,6 +204,7 @@ export function createSanctionsService({ db, clock, rescore, cache, events }: Sa
         snapshotDate: v.snapshotDate,
         entries,
         contentHash: hash,
+        previousId: previous?.id ?? null,
       });
       await repo.activate(trx, id);
       const at = events?.stamp();
@@ -186,13 +214,7 @@ export function createSanctionsService({ db, clock, rescore, cache, events }: Sa
     if (!stored) return null;
     if (stored.hits > 0) events?.committed();
     const { snapshotId, added, removed } = stored;
-    const agents = await repo.registeredAgents(db);
-    const screened = await screenMany(agents);
-    const flipped = new Set([...added, ...removed]);
-    const changedAgents = screened
-      .filter((r) => flipped.has(r.address))
-      .map((r) => ({ address: r.address, sanctioned: r.sanctioned }));
-    if (changedAgents.length && rescore) await rescore(changedAgents.map((a) => a.address));
+    const changedAgents = await rescoreChanged(snapshotId, [...added, ...removed]);
     return {
       snapshotId,
       name: v.name,
@@ -235,7 +257,10 @@ export function createSanctionsService({ db, clock, rescore, cache, events }: Sa
 
     /** Loads the bundled lists when no snapshot exists yet (first start or migrate). */
     async ensureBundled(dir = BUNDLED_SANCTIONS_DIR): Promise<ImportResult | null> {
-      if (await repo.activeSnapshot(db)) return null;
+      if (await repo.activeSnapshot(db)) {
+        await finishRescore();
+        return null;
+      }
       return importSnapshot(
         { name: SOURCE_NAME, snapshotDate: BUNDLED_SNAPSHOT_DATE, lists: await readListDirectory(dir) },
         { onlyIfNone: true },

@@ -18,6 +18,7 @@ import * as eventsHorizonStable from './20261205000000-events-horizon-stable.ts'
 import * as sanctionsNotifyCache from './20261206000000-sanctions-notify-cache.ts';
 import * as webhookLastFailure from './20261207000000-webhook-last-failure.ts';
 import * as webhookNotBefore from './20261208000000-webhook-not-before.ts';
+import * as sanctionsRescore from './20261209000000-sanctions-rescore.ts';
 
 /** Every migration, in order. Names are timestamped; never rename or reorder a landed one. */
 export const migrations: Record<string, Migration> = {
@@ -40,4 +41,5 @@ export const migrations: Record<string, Migration> = {
   '20261206000000-sanctions-notify-cache': sanctionsNotifyCache,
   '20261207000000-webhook-last-failure': webhookLastFailure,
   '20261208000000-webhook-not-before': webhookNotBefore,
+  '20261209000000-sanctions-rescore': sanctionsRescore,
 };
