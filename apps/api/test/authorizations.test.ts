@@ -18,6 +18,7 @@ import {
   get,
   holdTransaction,
   listOnActiveSnapshot,
+  lockWaiters,
   post,
   randomAddress,
   recordTx,
@@ -525,14 +526,6 @@ describe.runIf(inject('testDbMode') === 'postgres')('a refund of what is left ra
   it('refunds what the other left, not what it read before', async () => {
     const agent = await createAgentWithBudget(t.app, limits);
     const spent = (await post(t.app, `/api/budgets/${agent}/spend`, { amount: '100' })).json().data;
-    /** Refund statements of this database waiting for a row lock. */
-    const waiting = async () =>
-      (
-        await sql<{ n: number }>`SELECT count(*)::int AS n FROM pg_stat_activity
-          WHERE datname = current_database() AND wait_event_type = 'Lock' AND query LIKE '%refund_amount%'`.execute(
-          t.database.db,
-        )
-      ).rows[0]?.n ?? 0;
     // A refund of 30 holds the spend's row; the refund of the rest reads 100 left, then waits.
     const partial = await holdTransaction(t.database.db, (trx) =>
       t.services.budgets.refund(systemActor(), agent, spent.spendId, { amount: '30' }, trx),
@@ -540,7 +533,8 @@ describe.runIf(inject('testDbMode') === 'postgres')('a refund of what is left ra
     let rest: ReturnType<typeof post> | undefined;
     try {
       rest = post(t.app, `/api/budgets/${agent}/spends/${spent.spendId}/refund`, {});
-      await until(async () => (await waiting()) >= 1, 10_000, 20);
+      // The refund statement waits for the spend's row.
+      await until(async () => (await lockWaiters(t.database.db, '%refund_amount%')) >= 1, 10_000, 20);
     } finally {
       await partial.release();
     }
@@ -558,12 +552,7 @@ describe.runIf(inject('testDbMode') === 'postgres')('a settled capture racing a 
     const h = await held(agent, { amount: '100', counterparty: shop });
     await listOnActiveSnapshot(t.database.db, shop);
     /** Capture statements of this database waiting for a row lock. */
-    const waiting = async () =>
-      (
-        await sql<{ n: number }>`SELECT count(*)::int AS n FROM pg_stat_activity
-          WHERE datname = current_database() AND wait_event_type = 'Lock'
-            AND query LIKE '%WITH seen AS%'`.execute(t.database.db)
-      ).rows[0]?.n ?? 0;
+    const waiting = () => lockWaiters(t.database.db, '%WITH seen AS%');
     // The void's open transaction holds the hold's row: the capture's statement reads it held
     // (screened: COUNTERPARTY_SANCTIONED), then waits, and finds it voided once the void commits.
     const voiding = await holdTransaction(t.database.db, (trx) =>

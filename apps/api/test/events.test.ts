@@ -9,6 +9,7 @@ import {
   eventsSettled,
   get,
   listAllEvents,
+  lockWaiters,
   post,
   randomAddress,
   type TestContext,
@@ -308,14 +309,7 @@ describe.runIf(inject('testDbMode') === 'postgres')('verification.completed, two
     const agent = await createAgent(t.app);
     const db = t.database.db;
     /** Verification statements of this database waiting for a lock (the text shown is cut before the head's CTE). */
-    const waiting = async () =>
-      (
-        await sql<{ n: number }>`
-          SELECT count(*)::int AS n FROM pg_stat_activity
-          WHERE datname = current_database() AND wait_event_type = 'Lock' AND query LIKE '%vouch_verification_facts%'`.execute(
-          db,
-        )
-      ).rows[0]?.n ?? 0;
+    const waiting = () => lockWaiters(db, '%vouch_verification_facts%');
     const rollback = new Error('rollback');
     let both: Promise<unknown> = Promise.resolve();
     // An uncommitted head for the address makes both verifications' upserts wait, each with its

@@ -17,6 +17,7 @@ import {
   createTestApp,
   eventsSettled,
   listAllEvents,
+  lockWaiters,
   post,
   type Receiver,
   startReceiver,
@@ -636,12 +637,6 @@ describe.runIf(inject('testDbMode') === 'postgres')('events held back by an olde
 describe.runIf(inject('testDbMode') === 'postgres')('an attempt stored while the endpoint is being disabled', () => {
   it('waits for the disabling to commit, and neither transaction deadlocks', async () => {
     const { created, id } = await failedTestDelivery({ waited: true });
-    /** Statements of this database waiting for a row lock. */
-    const waiting = async () =>
-      (
-        await sql<{ n: number }>`SELECT count(*)::int AS n FROM pg_stat_activity
-          WHERE datname = current_database() AND wait_event_type = 'Lock'`.execute(t.database.db)
-      ).rows[0]?.n ?? 0;
     let attempt: Promise<unknown> | undefined;
     // Turning the endpoint off by hand takes its row, then its pending deliveries' rows; the
     // second attempt is answered meanwhile and stored while the first half is done.
@@ -651,7 +646,8 @@ describe.runIf(inject('testDbMode') === 'postgres')('an attempt stored while the
         (value) => ({ value }),
         (error: unknown) => ({ error: error instanceof RunAgainLater ? 'RunAgainLater' : String(error) }),
       );
-      await until(async () => (await waiting()) >= 1, 10_000, 20);
+      // The attempt's transaction waits for the endpoint's row.
+      await until(async () => (await lockWaiters(t.database.db)) >= 1, 10_000, 20);
       await sql`UPDATE webhook_deliveries SET status = 'failed', next_attempt_at = NULL
         WHERE webhook_id = ${created.id} AND status = 'pending'`.execute(trx);
     });

@@ -124,6 +124,17 @@ export async function holdTransaction(
   };
 }
 
+/**
+ * How many statements of this database wait for a lock, of those whose text is LIKE `query` (any
+ * when omitted): what a test of one statement waiting behind another polls for before it lets
+ * the first go. PostgreSQL only.
+ */
+export async function lockWaiters(db: Kysely<DB>, query = '%'): Promise<number> {
+  const { rows } = await sql<{ n: number }>`SELECT count(*)::int AS n FROM pg_stat_activity
+    WHERE datname = current_database() AND wait_event_type = 'Lock' AND query LIKE ${query}`.execute(db);
+  return rows[0]?.n ?? 0;
+}
+
 /** The tables whose names are LIKE `pattern`, sorted: what a migration test checks it created or dropped. */
 export async function tablesLike(db: Kysely<DB>, pattern: string): Promise<string[]> {
   const { rows } = await sql<{ name: string }>`
