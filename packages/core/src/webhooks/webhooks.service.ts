@@ -520,18 +520,18 @@ export function createWebhooksService({
           waitMs: delay,
           now,
         });
-        if (!stored) return { stored, disabled: false, now: await repo.deliveryState(trx, deliveryId) };
+        if (!stored) return { stored, disabled: false, state: await repo.deliveryState(trx, deliveryId) };
         const endpoint = await repo.markEndpoint(trx, target.webhook_id, ok, now);
         const failingFor = endpoint?.failing_since ? now.getTime() - endpoint.failing_since.getTime() : 0;
         const disabled =
           !ok && endpoint?.enabled === true && failingFor >= settings.disableAfterMs
             ? await disableFailing(trx, target.webhook_id, result, now)
             : false;
-        return { stored, disabled, now: undefined };
+        return { stored, disabled, state: undefined };
       });
       if (outcome.disabled) outbox.committed();
       // Another run stored this attempt, or the delivery was failed or restarted meanwhile.
-      if (!outcome.stored) return outcome.now ?? { status: 'gone' as const, attempts: 0 };
+      if (!outcome.stored) return outcome.state ?? { status: 'gone' as const, attempts: 0 };
       if (status === 'pending' && !outcome.disabled)
         throw new RunAgainLater(delay as number, `attempt ${attempt} failed`);
       return { status: outcome.disabled ? ('failed' as const) : status, attempts: attempt };
