@@ -257,6 +257,17 @@ export async function createRuntime(config: Config, overrides: RuntimeOverrides 
       const loaded = await services.sanctions.ensureBundled();
       if (loaded)
         logger.info({ entries: loaded.entries, snapshotDate: loaded.snapshotDate }, 'sanctions snapshot loaded');
+      // An import stopped between activating its snapshot and re-scoring: finished now. Not fatal:
+      // the next start or import tries again.
+      await services.sanctions
+        .finishRescore()
+        .then((agents) => agents > 0 && logger.info({ agents }, 'finished the re-scoring a sanctions import owed'))
+        .catch((err) =>
+          logger.warn(
+            { err },
+            'the re-scoring a sanctions import owes failed; tried again at the next start or import',
+          ),
+        );
     }
 
     let closed: Promise<void> | undefined;

@@ -165,7 +165,10 @@ export function createSanctionsService({ db, clock, rescore, cache, events }: Sa
     return changedAgents;
   }
 
-  /** The re-scoring an earlier import still owes, if any (its importer stopped before it). */
+  /**
+   * The re-scoring an earlier import still owes, if any (its importer stopped before it): run by
+   * every process that starts, and by the next import. Returns how many agents it re-scored.
+   */
   async function finishRescore(): Promise<number> {
     const owed = await repo.owedRescore(db);
     if (!owed) return 0;
@@ -255,12 +258,11 @@ export function createSanctionsService({ db, clock, rescore, cache, events }: Sa
 
     importSnapshot,
 
+    finishRescore,
+
     /** Loads the bundled lists when no snapshot exists yet (first start or migrate). */
     async ensureBundled(dir = BUNDLED_SANCTIONS_DIR): Promise<ImportResult | null> {
-      if (await repo.activeSnapshot(db)) {
-        await finishRescore();
-        return null;
-      }
+      if (await repo.activeSnapshot(db)) return null;
       return importSnapshot(
         { name: SOURCE_NAME, snapshotDate: BUNDLED_SNAPSHOT_DATE, lists: await readListDirectory(dir) },
         { onlyIfNone: true },
