@@ -217,6 +217,7 @@ describe('GET /api/agents (list)', () => {
       'limit=0',
       'limit=1001',
       'limit=x',
+      'limit=1e2',
       'grade=Z',
       'sort=name',
       'minScore=900&maxScore=100',

@@ -5,6 +5,7 @@ import {
   colorValue,
   gradeValue,
   hexBytes,
+  pageLimit,
   queryBoolean,
   queryInteger,
   scoreValue,
@@ -114,7 +115,7 @@ export type SortOrder = z.infer<typeof sortOrder>;
 
 export const listQuery = z
   .strictObject({
-    limit: z.coerce.number().int().min(1).max(1000).default(100),
+    limit: pageLimit(),
     cursor: z.string().max(512).optional(),
     minScore: queryInteger(0, 1000).optional(),
     maxScore: queryInteger(0, 1000).optional(),
@@ -135,7 +136,7 @@ export const agentList = z.object({
 });
 
 export const scoreHistoryQuery = z.strictObject({
-  limit: z.coerce.number().int().min(1).max(1000).default(100),
+  limit: pageLimit(),
   cursor: z.string().max(512).optional(),
 });
 export type ScoreHistoryQuery = z.infer<typeof scoreHistoryQuery>;

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { metadataObject } from './agents.ts';
-import { address, amount, positiveAmount, queryUnixSeconds, unixSeconds } from './primitives.ts';
+import { address, amount, pageLimit, positiveAmount, queryUnixSeconds, unixSeconds } from './primitives.ts';
 
 /** CAIP-19: `<namespace>:<chain>/<asset namespace>:<asset reference>[/<token id>]`. */
 const CAIP19 = /^[-a-z0-9]{3,8}:[-_a-zA-Z0-9]{1,32}\/[-a-z0-9]{3,8}:[-.%a-zA-Z0-9]{1,128}(\/[-.%a-zA-Z0-9]{1,78})?$/;
@@ -213,7 +213,7 @@ export const authorizationList = z.object({
 });
 
 export const listAuthorizationsQuery = z.strictObject({
-  limit: z.coerce.number().int().min(1).max(1000).default(100),
+  limit: pageLimit(),
   cursor: z.string().max(512).optional(),
   status: authorizationStatus.optional(),
 });
@@ -240,7 +240,7 @@ export const spendList = z.object({ spends: z.array(spendEntry), nextCursor: z.s
 
 export const listSpendsQuery = z
   .strictObject({
-    limit: z.coerce.number().int().min(1).max(1000).default(100),
+    limit: pageLimit(),
     cursor: z.string().max(512).optional(),
     status: z.enum(['accepted', 'refused']).optional(),
     asset: asset.optional(),

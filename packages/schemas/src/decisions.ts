@@ -1,7 +1,16 @@
 import { z } from 'zod';
 import { metadataObject } from './agents.ts';
 import { asset, authorization, MAX_HOLD_SECONDS } from './budgets.ts';
-import { address, amount, gradeValue, positiveAmount, scoreValue, unixSeconds } from './primitives.ts';
+import {
+  address,
+  amount,
+  gradeValue,
+  pageLimit,
+  positiveAmount,
+  queryInteger,
+  scoreValue,
+  unixSeconds,
+} from './primitives.ts';
 
 const weekday = z.enum(['mon', 'tue', 'wed', 'thu', 'fri', 'sat', 'sun']);
 const clockTime = z.string().regex(/^([01]\d|2[0-3]):[0-5]\d$/, 'must be HH:MM (00:00–23:59)');
@@ -131,7 +140,7 @@ export const policy = z
 export type Policy = z.infer<typeof policy>;
 
 export const policyVersions = z.object({ versions: z.array(policy) });
-export const policyQuery = z.strictObject({ version: z.coerce.number().int().min(1).optional() });
+export const policyQuery = z.strictObject({ version: queryInteger(1, Number.MAX_SAFE_INTEGER).optional() });
 
 export const decisionBody = z
   .strictObject({
@@ -247,7 +256,7 @@ export type Approval = z.infer<typeof approval>;
 export const approvalParams = z.object({ id: z.string().regex(/^[1-9]\d{0,17}$/, 'must be an approval id') });
 export const approvalList = z.object({ approvals: z.array(approval), nextCursor: z.string().nullable() });
 export const approvalsQuery = z.strictObject({
-  limit: z.coerce.number().int().min(1).max(1000).default(100),
+  limit: pageLimit(),
   cursor: z.string().max(512).optional(),
   status: approvalStatus.optional(),
   agent: address.optional(),

@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { refusalReason } from './budgets.ts';
 import { organizationId } from './organizations.ts';
-import { address, amount, gradeValue, queryUnixSeconds, scoreValue, unixSeconds } from './primitives.ts';
+import { address, amount, gradeValue, pageLimit, queryUnixSeconds, scoreValue, unixSeconds } from './primitives.ts';
 
 /**
  * The catalogue of events (docs/events.md): every type, what its `data` holds, and whether a
@@ -185,7 +185,7 @@ export type Event = z.infer<typeof event>;
 export const eventParams = z.object({ id: eventId });
 
 export const eventsQuery = z.strictObject({
-  limit: z.coerce.number().int().min(1).max(1000).default(100),
+  limit: pageLimit(),
   cursor: z
     .string()
     .max(128)
@@ -346,7 +346,7 @@ export const delivery = z
 export type Delivery = z.infer<typeof delivery>;
 
 export const deliveriesQuery = z.strictObject({
-  limit: z.coerce.number().int().min(1).max(100).default(20),
+  limit: pageLimit(100, 20),
   cursor: z.string().max(128).optional(),
   status: z.enum(['pending', 'succeeded', 'failed']).optional(),
 });

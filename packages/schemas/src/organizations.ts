@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { address, queryUnixSeconds, unixSeconds } from './primitives.ts';
+import { address, pageLimit, queryUnixSeconds, unixSeconds } from './primitives.ts';
 
 /** An organization's id: lowercase letters, digits, `_` and `-`, 1–64 characters. */
 export const organizationId = z
@@ -52,7 +52,7 @@ export const auditAction = z
 
 export const auditQuery = z
   .strictObject({
-    limit: z.coerce.number().int().min(1).max(1000).default(100),
+    limit: pageLimit(),
     cursor: z.string().max(512).optional(),
     action: auditAction.optional(),
     target: address.optional().meta({ description: 'The agent the entry is about' }),

@@ -95,6 +95,9 @@ export const queryInteger = (min: number, max: number) =>
 /** Integer unix seconds in a query string. */
 export const queryUnixSeconds = queryInteger(0, MAX_UNIX_SECONDS);
 
+/** A list's page size in a query string: 1 to `max`, `fallback` when absent. */
+export const pageLimit = (max = 1000, fallback = 100) => queryInteger(1, max).default(fallback);
+
 export const scoreValue = z.number().int().min(0).max(1000);
 export const gradeValue = z.enum(['AAA', 'AA', 'A', 'BBB', 'BB', 'B', 'CCC', 'CC', 'C', 'D']);
 export const colorValue = z.string().regex(/^#[0-9A-F]{6}$/);

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { asset } from './budgets.ts';
-import { address, positiveAmount, txHash, unixSeconds } from './primitives.ts';
+import { address, pageLimit, positiveAmount, txHash, unixSeconds } from './primitives.ts';
 
 export const transactionTypes = ['PAYMENT', 'SWAP', 'TRANSFER', 'CONTRACT_CALL', 'BRIDGE', 'OTHER'] as const;
 
@@ -82,6 +82,6 @@ export const transactionList = z.object({
 });
 
 export const listTransactionsQuery = z.strictObject({
-  limit: z.coerce.number().int().min(1).max(1000).default(100),
+  limit: pageLimit(),
   cursor: z.string().max(512).optional(),
 });

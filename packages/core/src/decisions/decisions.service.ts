@@ -155,20 +155,18 @@ export function createDecisionsService(deps: DecisionsDeps) {
     ): Promise<Decision> {
       // A hold under a policy that counts the agent's payments (velocity, counterpartyCap): counted
       // and held in one transaction under the agent's lock, or two at once would each count
-      // without the other and both hold.
-      if (input.hold) {
-        const rules = (await policies.effective(actor.organizationId, input.agent, executor))?.rules;
-        if (countsPayments(rules)) {
-          if (!executor.isTransaction) {
-            const effects: Array<() => void> = [];
-            const decided = await db
-              .transaction()
-              .execute((trx) => service.decide(actor, input, trx, (effect) => effects.push(effect)));
-            for (const effect of effects) effect();
-            return decided;
-          }
-          await repo.lockPaymentCount(executor, actor.organizationId, input.agent);
+      // without the other and both hold. The policy read for that is the one applied below.
+      const heldPolicy = input.hold ? await policies.effective(actor.organizationId, input.agent, executor) : undefined;
+      if (countsPayments(heldPolicy?.rules)) {
+        if (!executor.isTransaction) {
+          const effects: Array<() => void> = [];
+          const decided = await db
+            .transaction()
+            .execute((trx) => service.decide(actor, input, trx, (effect) => effects.push(effect)));
+          for (const effect of effects) effect();
+          return decided;
         }
+        await repo.lockPaymentCount(executor, actor.organizationId, input.agent);
       }
       const now = clock();
       const asset = input.asset ?? '';
@@ -194,7 +192,7 @@ export function createDecisionsService(deps: DecisionsDeps) {
         agents.standingOf(input.agent, inTransaction, reader),
         counterparty ? agents.standingOf(counterparty, inTransaction, reader) : Promise.resolve(null),
         budgets.budgetOf({ organizationId: actor.organizationId, agent: input.agent, asset }, inTransaction, reader),
-        policies.effective(actor.organizationId, input.agent, reader),
+        heldPolicy !== undefined ? heldPolicy : policies.effective(actor.organizationId, input.agent, reader),
         grant === null ? Promise.resolve(undefined) : repo.grantHold(reader, grant),
       ]);
       const screening = await sanctions.forDecision(input.agent, standing?.owner ?? null, counterparty, reader);
