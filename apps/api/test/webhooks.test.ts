@@ -25,7 +25,7 @@ import {
   until,
 } from '@vouch/testkit';
 import { Webhook } from 'standardwebhooks';
-import { afterAll, afterEach, beforeAll, describe, expect, inject, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, describe, expect, inject, it, vi } from 'vitest';
 
 let t: TestContext;
 let receiver: Receiver;
@@ -80,6 +80,20 @@ async function deliveriesUntil(id: string, done: (d: Delivery[]) => boolean, tim
 }
 
 const forWebhook = (id: string) => (r: { body: string }) => JSON.parse(r.body).data?.webhookId === id;
+
+/**
+ * Verifies a delivery as a receiver whose clock reads the delivery's own time: the library
+ * refuses a timestamp five minutes from its clock, and the test's clock may be moved on.
+ */
+function verifyAsOf(secret: string, got: { body: string; headers: Record<string, string | undefined> }) {
+  vi.useFakeTimers({ toFake: ['Date'] });
+  vi.setSystemTime(Number(got.headers['webhook-timestamp']) * 1000);
+  try {
+    return new Webhook(secret).verify(got.body, got.headers as Record<string, string>);
+  } finally {
+    vi.useRealTimers();
+  }
+}
 
 /**
  * An endpoint answering 503, and its test delivery after the first attempt failed; with `waited`,
@@ -197,6 +211,7 @@ describe('delivery', () => {
       (await request('POST', `/api/webhooks/${created.id}/rotate-secret`)).json(),
     ).data;
     expect(rotated.secret).not.toBe(created.secret);
+    expect(rotated.previousSecrets).toEqual([{ expiresAt: rotated.previousSecretExpiresAt }]);
     const test = await request('POST', `/api/webhooks/${created.id}/test`);
     expect(test.statusCode, test.body).toBe(202);
     const [got] = await receiver.waitFor(1, 15_000, forWebhook(created.id));
@@ -212,10 +227,120 @@ describe('delivery', () => {
       const [, later] = await receiver.waitFor(2, 15_000, forWebhook(created.id));
       if (!later) throw new Error('no second delivery');
       expect(later.headers['webhook-signature']?.split(' ')).toHaveLength(1);
-      expect(() => new Webhook(created.secret).verify(later.body, later.headers)).toThrow();
+      expect(verifyAsOf(rotated.secret, later)).toMatchObject({ type: 'webhook.test' });
+      expect(() => verifyAsOf(created.secret, later)).toThrow(/signature/i);
+      const shown = successEnvelope(webhookSchema).parse((await request('GET', `/api/webhooks/${created.id}`)).json());
+      expect(shown.data).toMatchObject({ previousSecretExpiresAt: null, previousSecrets: [] });
     } finally {
       t.clock.advance(-(24 * 3_600_000 + 1000));
     }
+  });
+
+  /** Rotates the endpoint's secret with `body`, expecting `status`. */
+  async function rotate(id: string, body?: object, status = 200) {
+    const res = await request('POST', `/api/webhooks/${id}/rotate-secret`, body);
+    expect(res.statusCode, res.body).toBe(status);
+    return res;
+  }
+  const rotated = (res: { json(): unknown }) => successEnvelope(rotatedSecret).parse(res.json()).data;
+
+  it('keeps the first old secret until its own time when the secret is rotated again within it', async () => {
+    const created = await createWebhook({ eventTypes: ['webhook.disabled'] });
+    const first = rotated(await rotate(created.id));
+    t.clock.advance(3_600_000);
+    try {
+      const second = rotated(await rotate(created.id));
+      // The first rotation's answer still holds: its old secret signs until then, the second's an hour longer.
+      expect(second.previousSecrets).toEqual([
+        { expiresAt: second.previousSecretExpiresAt },
+        { expiresAt: first.previousSecretExpiresAt },
+      ]);
+      expect(second.previousSecretExpiresAt - first.previousSecretExpiresAt).toBe(3600);
+      const shown = successEnvelope(webhookSchema).parse((await request('GET', `/api/webhooks/${created.id}`)).json());
+      expect(shown.data.previousSecrets).toEqual(second.previousSecrets);
+
+      await request('POST', `/api/webhooks/${created.id}/test`);
+      const [got] = await receiver.waitFor(1, 15_000, forWebhook(created.id));
+      if (!got) throw new Error('no delivery');
+      expect(got.headers['webhook-signature']?.split(' ')).toHaveLength(3);
+      for (const secret of [second.secret, first.secret, created.secret]) {
+        expect(verifyAsOf(secret, got)).toMatchObject({ type: 'webhook.test' });
+      }
+
+      // Past the first rotation's 24 hours: the first old secret stops, the second goes on an hour more.
+      t.clock.advance(23 * 3_600_000 + 1000);
+      try {
+        await request('POST', `/api/webhooks/${created.id}/test`);
+        const [, later] = await receiver.waitFor(2, 15_000, forWebhook(created.id));
+        if (!later) throw new Error('no second delivery');
+        expect(later.headers['webhook-signature']?.split(' ')).toHaveLength(2);
+        for (const secret of [second.secret, first.secret]) {
+          expect(verifyAsOf(secret, later)).toMatchObject({ type: 'webhook.test' });
+        }
+        expect(() => verifyAsOf(created.secret, later)).toThrow(/signature/i);
+      } finally {
+        t.clock.advance(-(23 * 3_600_000 + 1000));
+      }
+    } finally {
+      t.clock.advance(-3_600_000);
+    }
+  });
+
+  it('stops every previous secret at once when rotated with previousSecretExpiresIn 0', async () => {
+    const created = await createWebhook({ eventTypes: ['webhook.disabled'] });
+    const first = rotated(await rotate(created.id));
+    const second = rotated(await rotate(created.id, { previousSecretExpiresIn: 0 }));
+    expect(second.previousSecrets).toEqual([]);
+    expect(second.previousSecretExpiresAt).toBeLessThanOrEqual(Math.ceil(t.clock.now.getTime() / 1000));
+    await request('POST', `/api/webhooks/${created.id}/test`);
+    const [got] = await receiver.waitFor(1, 15_000, forWebhook(created.id));
+    if (!got) throw new Error('no delivery');
+    expect(got.headers['webhook-signature']?.split(' ')).toHaveLength(1);
+    expect(new Webhook(second.secret).verify(got.body, got.headers)).toMatchObject({ type: 'webhook.test' });
+    for (const old of [first.secret, created.secret]) {
+      expect(() => new Webhook(old).verify(got.body, got.headers)).toThrow(/signature/i);
+    }
+  });
+
+  it('keeps at most five previous secrets signing, and a refused rotation changes nothing', async () => {
+    const created = await createWebhook({ eventTypes: ['webhook.disabled'] });
+    let last = created.secret;
+    for (let i = 0; i < 5; i++) last = rotated(await rotate(created.id, { previousSecretExpiresIn: 600 })).secret;
+    const refused = await rotate(created.id, {}, 409);
+    expect(refused.json()).toMatchObject({
+      success: false,
+      error: { code: 'WEBHOOK_SECRET_LIMIT', details: { maxPreviousSecrets: 5 } },
+    });
+    expect(refused.json().error.message).toMatch(/previousSecretExpiresIn/);
+    const shown = successEnvelope(webhookSchema).parse((await request('GET', `/api/webhooks/${created.id}`)).json());
+    expect(shown.data.previousSecrets).toHaveLength(5);
+    // The secret is still the last one given: a delivery verifies with it.
+    await request('POST', `/api/webhooks/${created.id}/test`);
+    const [got] = await receiver.waitFor(1, 15_000, forWebhook(created.id));
+    if (!got) throw new Error('no delivery');
+    expect(got.headers['webhook-signature']?.split(' ')).toHaveLength(6);
+    expect(new Webhook(last).verify(got.body, got.headers)).toMatchObject({ type: 'webhook.test' });
+    // A rotation that stops them all is always possible.
+    expect(rotated(await rotate(created.id, { previousSecretExpiresIn: 0 })).previousSecrets).toEqual([]);
+  });
+
+  it.each([
+    [{ previousSecretExpiresIn: -1 }],
+    [{ previousSecretExpiresIn: 86_401 }],
+    [{ previousSecretExpiresIn: 1.5 }],
+    [{ previousSecretExpiresIn: '60' }],
+    [{ previousSecretExpiresIn: null }],
+    [{ other: 1 }],
+  ])('refuses rotate-secret %j with a 400 and keeps the secret', async (body) => {
+    const created = await createWebhook({ eventTypes: ['webhook.disabled'] });
+    const res = await rotate(created.id, body, 400);
+    expect(res.json()).toMatchObject({ success: false, error: { code: 'VALIDATION_ERROR' } });
+    const shown = successEnvelope(webhookSchema).parse((await request('GET', `/api/webhooks/${created.id}`)).json());
+    expect(shown.data.previousSecrets).toEqual([]);
+    const [row] = (
+      await sql<{ secret: string }>`SELECT secret FROM webhooks WHERE id = ${created.id}`.execute(t.database.db)
+    ).rows;
+    expect(row?.secret).toBe(created.secret);
   });
 
   it('tries again after the backoff while the receiver is down, and delivers once it is back', async () => {

@@ -453,8 +453,8 @@ export interface WebhooksTable {
   description: string | null;
   event_types: string[];
   secret: string;
-  previous_secret: string | null;
-  previous_secret_expires_at: Timestamp | null;
+  /** Secrets retired by a rotation that still sign, each until its own time (ISO 8601 `expiresAt`). */
+  previous_secrets: ColumnType<Array<{ secret: string; expiresAt: string }>, string | undefined, string>;
   enabled: Generated<boolean>;
   disabled_reason: string | null;
   disabled_at: Timestamp | null;

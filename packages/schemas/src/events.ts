@@ -284,6 +284,15 @@ export const replayBody = z
   });
 export type ReplayInput = z.infer<typeof replayBody>;
 
+/** The most a replaced secret signs after a rotation: a day. */
+export const PREVIOUS_SECRET_MAX_SECONDS = 86_400;
+
+const previousSecrets = z
+  .array(z.object({ expiresAt: unixSeconds }))
+  .meta({
+    description: 'Secrets replaced by a rotation that still sign deliveries, each until its time; latest first',
+  });
+
 export const webhook = z
   .object({
     id: webhookId,
@@ -298,7 +307,8 @@ export const webhook = z
     lastSuccessAt: unixSeconds.nullable(),
     previousSecretExpiresAt: unixSeconds
       .nullable()
-      .meta({ description: 'Until then deliveries are signed with the previous secret too' }),
+      .meta({ description: 'Until then deliveries are signed with a previous secret too (the last to stop)' }),
+    previousSecrets: previousSecrets,
     createdAt: unixSeconds,
     updatedAt: unixSeconds,
   })
@@ -314,8 +324,30 @@ export const createdWebhook = webhook.extend({ secret }).meta({ id: 'CreatedWebh
 export const rotatedSecret = z.object({
   id: webhookId,
   secret,
-  previousSecretExpiresAt: unixSeconds.meta({ description: 'The old secret signs deliveries too until then' }),
+  previousSecretExpiresAt: unixSeconds.meta({
+    description: 'The secret this rotation replaced signs deliveries too until then (now: it stopped)',
+  }),
+  previousSecrets,
 });
+
+/** Seconds, at most a day. */
+const keepSeconds = z
+  .number()
+  .int()
+  .min(0)
+  .max(PREVIOUS_SECRET_MAX_SECONDS)
+  .meta({ description: 'How long the secret being replaced keeps signing, in seconds (0–86400)' });
+
+export const rotateSecretBody = z
+  .strictObject({
+    previousSecretExpiresIn: keepSeconds.optional().meta({
+      description:
+        'How long the replaced secret keeps signing, in seconds, and the most any earlier one still may; ' +
+        '0 stops every previous secret now (a leaked secret). Default 86400',
+    }),
+  })
+  .nullish();
+export type RotateSecretInput = z.infer<typeof rotateSecretBody>;
 
 export const webhookList = z.object({ webhooks: z.array(webhook) });
 

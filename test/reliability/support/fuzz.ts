@@ -66,7 +66,6 @@ export const ROUTES_WITHOUT_BODY: ReadonlySet<string> = new Set([
   'GET /api/webhooks',
   'GET /api/webhooks/:id',
   'DELETE /api/webhooks/:id',
-  'POST /api/webhooks/:id/rotate-secret',
   'POST /api/webhooks/:id/test',
   'GET /api/webhooks/:id/deliveries',
   'POST /api/webhooks/:id/deliveries/:deliveryId/retry',
@@ -570,6 +569,10 @@ function bodyTemplates(fx: FuzzFixtures): Record<string, fc.Arbitrary<Record<str
       },
       { requiredKeys: [] },
     ),
+    'POST /api/webhooks/:id/rotate-secret': fc.record(
+      { previousSecretExpiresIn: fc.oneof(fc.integer({ min: -10, max: 100_000 }), nastyNumber, nastyValue) },
+      { requiredKeys: [] },
+    ),
     'POST /api/webhooks/:id/replay': fc.record(
       {
         since: fc.oneof(fc.integer({ min: 0, max: 2 ** 32 }), nastyNumber, nastyValue),
@@ -907,6 +910,10 @@ function validBodies(fx: FuzzFixtures): Record<string, fc.Arbitrary<unknown>> {
     }),
     'PATCH /api/webhooks/:id': fc.record({ description: fc.constantFrom('fuzzed', null) }),
     'POST /api/webhooks/:id/replay': fc.record({ since: fc.integer({ min: 0, max: 2 ** 31 }) }),
+    'POST /api/webhooks/:id/rotate-secret': fc.record(
+      { previousSecretExpiresIn: fc.integer({ min: 0, max: 86_400 }) },
+      { requiredKeys: [] },
+    ),
   };
 }
 
@@ -1041,7 +1048,7 @@ const SNAPSHOT_TABLES: Record<string, string> = {
   events: 'SELECT id, organization_id, type, agent, data, created_at FROM events',
   // A delivery's attempts and its endpoint's failure record are kept in the background, by design.
   webhooks:
-    'SELECT id, organization_id, url, description, event_types, secret, previous_secret, enabled, updated_at FROM webhooks',
+    'SELECT id, organization_id, url, description, event_types, secret, previous_secrets, enabled, updated_at FROM webhooks',
   // Deliveries are created by the fan-out in the background, whenever events of an earlier
   // request reach it: what a request itself can change is a delivery sent again (run > 1).
   webhook_deliveries: 'SELECT id, webhook_id, event_id, run, created_at FROM webhook_deliveries WHERE run > 1',

@@ -9,6 +9,7 @@ import {
   replayBody,
   replayResult,
   rotatedSecret,
+  rotateSecretBody,
   testDelivery,
   updateWebhookBody,
   webhook,
@@ -92,11 +93,14 @@ export const webhooksRoutes: FastifyPluginAsyncZod<{ services: Services }> = asy
     schema: {
       operationId: 'rotateWebhookSecret',
       tags: ['events'],
-      summary: 'A new signing secret; the old one keeps signing (a second signature) for 24 hours',
+      summary:
+        'A new signing secret; the old one keeps signing (one more signature) for 24 hours, ' +
+        'or previousSecretExpiresIn seconds (0: every previous secret stops now)',
       params: webhookParams,
-      response: responses({ 200: rotatedSecret }, [404]),
+      body: rotateSecretBody,
+      response: responses({ 200: rotatedSecret }, [404, 409, 413, 415]),
     },
-    handler: async (req) => ok(await services.webhooks.rotateSecret(actorOf(req), req.params.id)),
+    handler: async (req) => ok(await services.webhooks.rotateSecret(actorOf(req), req.params.id, req.body)),
   });
 
   app.post('/api/webhooks/:id/test', {

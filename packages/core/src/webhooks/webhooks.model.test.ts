@@ -6,9 +6,11 @@ import {
   MAX_ATTEMPTS,
   newSecret,
   RETRY_SCHEDULE_MS,
+  retireSecret,
   retryDelayMs,
   sign,
   signatureHeader,
+  signingSecrets,
 } from './webhooks.model.ts';
 
 describe('secrets and signatures', () => {
@@ -27,6 +29,46 @@ describe('secrets and signatures', () => {
     const both = signatureHeader([secret, newSecret()], 'evt_1', 1700000000, '{"a":1}');
     expect(both.split(' ')).toHaveLength(2);
     expect(both.split(' ')[0]).toBe(`v1,${expected}`);
+  });
+});
+
+describe('previous secrets', () => {
+  const at = (hours: number) => new Date(Date.UTC(2026, 0, 1) + hours * 3_600_000);
+  const shown = (list: Array<{ secret: string; expiresAt: Date }>) =>
+    list.map((p) => [p.secret, (p.expiresAt.getTime() - at(0).getTime()) / 3_600_000]);
+
+  it('keeps an earlier previous secret until its own time when a second rotation comes within it', () => {
+    const first = retireSecret([], 's0', at(24), at(0));
+    const second = retireSecret(first, 's1', at(25), at(1));
+    expect(shown(second)).toEqual([
+      ['s1', 25],
+      ['s0', 24],
+    ]);
+    expect(signingSecrets('s2', second, at(23))).toEqual(['s2', 's1', 's0']);
+    expect(signingSecrets('s2', second, at(24))).toEqual(['s2', 's1']);
+    expect(signingSecrets('s2', second, at(25))).toEqual(['s2']);
+  });
+
+  it('lets no previous secret outlive a shorter rotation, and a rotation with no time stops them all', () => {
+    const kept = retireSecret(
+      [
+        { secret: 's1', expiresAt: at(22) },
+        { secret: 's0', expiresAt: at(20) },
+      ],
+      's2',
+      at(11),
+      at(10),
+    );
+    expect(shown(kept)).toEqual([
+      ['s2', 11],
+      ['s1', 11],
+      ['s0', 11],
+    ]);
+    expect(retireSecret(kept, 's3', at(10), at(10))).toEqual([]);
+  });
+
+  it('forgets previous secrets whose time is over', () => {
+    expect(shown(retireSecret([{ secret: 's0', expiresAt: at(5) }], 's1', at(30), at(6)))).toEqual([['s1', 30]]);
   });
 });
 

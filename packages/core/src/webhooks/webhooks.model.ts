@@ -1,5 +1,6 @@
 import { createHmac, randomBytes } from 'node:crypto';
 import { isIP } from 'node:net';
+import { PREVIOUS_SECRET_MAX_SECONDS } from '@vouch/schemas';
 import { isPrivateAddress } from '../shared/private-addresses.ts';
 
 /**
@@ -32,8 +33,40 @@ export function signatureHeader(secrets: string[], messageId: string, timestamp:
   return secrets.map((secret) => sign(secret, messageId, timestamp, body)).join(' ');
 }
 
-/** How long the secret before a rotation keeps signing deliveries. */
-export const PREVIOUS_SECRET_VALID_MS = 24 * 3_600_000;
+/** How long, unless the rotation says less, the secret a rotation replaces keeps signing deliveries. */
+export const PREVIOUS_SECRET_VALID_MS = PREVIOUS_SECRET_MAX_SECONDS * 1000;
+
+/** At most this many previous secrets sign at once: a delivery carries one signature per secret. */
+export const MAX_PREVIOUS_SECRETS = 5;
+
+/** A secret a rotation replaced, still signing deliveries until `expiresAt`. */
+export interface PreviousSecret {
+  secret: string;
+  expiresAt: Date;
+}
+
+/**
+ * The previous secrets once `current` is replaced and signs until `until`, latest first. Each
+ * keeps its own time, but none signs past `until`: a rotation that stops the old secret at once
+ * stops every earlier one too (a leaked secret is rotated away with all before it). Those whose
+ * time is over by `now` are gone.
+ */
+export function retireSecret(
+  previous: readonly PreviousSecret[],
+  current: string,
+  until: Date,
+  now: Date,
+): PreviousSecret[] {
+  return [{ secret: current, expiresAt: until }, ...previous]
+    .map((p) => ({ secret: p.secret, expiresAt: p.expiresAt < until ? p.expiresAt : until }))
+    .filter((p) => p.expiresAt > now)
+    .sort((a, b) => b.expiresAt.getTime() - a.expiresAt.getTime());
+}
+
+/** The secrets that sign a delivery sent at `at`: the current one, then each previous one still valid then. */
+export function signingSecrets(current: string, previous: readonly PreviousSecret[], at: Date): string[] {
+  return [current, ...previous.filter((p) => p.expiresAt > at).map((p) => p.secret)];
+}
 
 /**
  * Waits after each failed attempt: 5 s, 5 min, 30 min, 2 h, 5 h, 10 h, 6 h. Eight attempts; the

@@ -1,5 +1,5 @@
 import { type DB, type DeliveryStatus, type Kysely, sql, type WebhookRow } from '@vouch/db';
-import { FAILURE_STREAK_GAP_MS } from './webhooks.model.ts';
+import { FAILURE_STREAK_GAP_MS, type PreviousSecret } from './webhooks.model.ts';
 
 type Executor = Kysely<DB>;
 
@@ -31,13 +31,14 @@ export function insertWebhook(
     .executeTakeFirstOrThrow();
 }
 
-export function findWebhook(db: Executor, organizationId: string, id: string) {
-  return db
+/** The endpoint; with `lock`, its row is held until the transaction ends, as an update of it would. */
+export function findWebhook(db: Executor, organizationId: string, id: string, lock = false) {
+  const query = db
     .selectFrom('webhooks')
     .selectAll()
     .where('organization_id', '=', organizationId)
-    .where('id', '=', id)
-    .executeTakeFirst();
+    .where('id', '=', id);
+  return (lock ? query.forNoKeyUpdate() : query).executeTakeFirst();
 }
 
 export function listWebhooks(db: Executor, organizationId: string) {
@@ -98,27 +99,33 @@ export function deleteWebhook(db: Executor, organizationId: string, id: string) 
     .executeTakeFirst();
 }
 
-/** A new secret; the current one signs too until `previousUntil`. */
-export function rotateSecret(
+/** A new secret, and the previous secrets that still sign (the one it replaces among them, if it does). */
+export function setSecrets(
   db: Executor,
   organizationId: string,
   id: string,
   secret: string,
-  previousUntil: Date,
+  previous: readonly PreviousSecret[],
   now: Date,
 ) {
   return db
     .updateTable('webhooks')
     .set({
-      previous_secret: sql<string>`secret`,
-      previous_secret_expires_at: previousUntil,
       secret,
+      previous_secrets: JSON.stringify(
+        previous.map((p) => ({ secret: p.secret, expiresAt: p.expiresAt.toISOString() })),
+      ),
       updated_at: now,
     })
     .where('organization_id', '=', organizationId)
     .where('id', '=', id)
     .returningAll()
-    .executeTakeFirst();
+    .executeTakeFirstOrThrow();
+}
+
+/** The previous secrets of a row as stored (`previous_secrets`), with their times as dates. */
+export function previousSecretsOf(row: { previous_secrets: Array<{ secret: string; expiresAt: string }> }) {
+  return row.previous_secrets.map((p) => ({ secret: p.secret, expiresAt: new Date(p.expiresAt) }));
 }
 
 /** A pending delivery of an event to one endpoint, created directly (a test event). */
@@ -151,8 +158,7 @@ export interface DeliveryTarget {
   url: string;
   enabled: boolean;
   secret: string;
-  previous_secret: string | null;
-  previous_secret_expires_at: Date | null;
+  previous_secrets: Array<{ secret: string; expiresAt: string }>;
   event_id: string;
   type: string;
   agent: string | null;
@@ -165,7 +171,7 @@ export interface DeliveryTarget {
 export async function deliveryTarget(db: Executor, deliveryId: string): Promise<DeliveryTarget | undefined> {
   const result = await sql<DeliveryTarget>`
     SELECT d.id::text AS id, d.run, d.status, d.attempts, d.organization_id, d.webhook_id,
-      w.url, w.enabled, w.secret, w.previous_secret, w.previous_secret_expires_at,
+      w.url, w.enabled, w.secret, w.previous_secrets,
       e.id::text AS event_id, e.type, e.agent, e.data, e.created_at,
       greatest(0, ceil(extract(epoch FROM d.not_before - clock_timestamp()) * 1000))::int AS wait_ms
     FROM webhook_deliveries d

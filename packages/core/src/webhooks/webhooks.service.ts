@@ -6,6 +6,7 @@ import type {
   Delivery,
   EventType,
   ReplayInput,
+  RotateSecretInput,
   UpdateWebhookInput,
   Webhook,
 } from '@vouch/schemas';
@@ -19,11 +20,15 @@ import { postWebhook, type SendOptions, type SendResult } from './webhooks.http.
 import {
   delivered,
   literalTargetProblem,
+  MAX_PREVIOUS_SECRETS,
   newSecret,
   newWebhookId,
   PREVIOUS_SECRET_VALID_MS,
+  type PreviousSecret,
+  retireSecret,
   retryDelayMs,
   signatureHeader,
+  signingSecrets,
 } from './webhooks.model.ts';
 import * as repo from './webhooks.repository.ts';
 
@@ -75,8 +80,16 @@ const NOT_DUE_TOLERANCE_MS = 250;
 
 const seconds = (date: Date | null) => (date ? toUnixSeconds(date) : null);
 
+/** The previous secrets still signing at `now`, latest first, as an answer shows them (no secret). */
+function previousSecretsShown(previous: readonly PreviousSecret[], now: Date) {
+  return previous
+    .filter((p) => p.expiresAt > now)
+    .sort((a, b) => b.expiresAt.getTime() - a.expiresAt.getTime())
+    .map((p) => ({ expiresAt: toUnixSeconds(p.expiresAt) }));
+}
+
 function toWebhook(row: WebhookRow, now: Date): Webhook {
-  const previousValid = row.previous_secret_expires_at && row.previous_secret_expires_at > now;
+  const previous = previousSecretsShown(repo.previousSecretsOf(row), now);
   return {
     id: row.id,
     organizationId: row.organization_id,
@@ -88,7 +101,8 @@ function toWebhook(row: WebhookRow, now: Date): Webhook {
     disabledAt: seconds(row.disabled_at),
     failingSince: seconds(row.failing_since),
     lastSuccessAt: seconds(row.last_success_at),
-    previousSecretExpiresAt: previousValid ? seconds(row.previous_secret_expires_at) : null,
+    previousSecretExpiresAt: previous[0]?.expiresAt ?? null,
+    previousSecrets: previous,
     createdAt: toUnixSeconds(row.created_at),
     updatedAt: toUnixSeconds(row.updated_at),
   };
@@ -104,6 +118,17 @@ function decodeCursor(cursor: string): string {
   const id = Buffer.from(cursor, 'base64url').toString('utf8');
   if (/^[1-9]\d{0,17}$/.test(id)) return id;
   throw new ValidationError([{ path: 'querystring.cursor', message: 'is not a cursor this service issued' }]);
+}
+
+export class SecretLimitError extends DomainError {
+  constructor(id: string, firstStops: Date) {
+    super(
+      'WEBHOOK_SECRET_LIMIT',
+      `webhook ${id} has ${MAX_PREVIOUS_SECRETS} previous secrets still signing deliveries (the first stops at ` +
+        `${firstStops.toISOString()}): rotate with {"previousSecretExpiresIn": 0} to stop them now, or later`,
+      { maxPreviousSecrets: MAX_PREVIOUS_SECRETS, firstStopsAt: toUnixSeconds(firstStops) },
+    );
+  }
 }
 
 export class WebhookDisabledError extends DomainError {
@@ -324,17 +349,41 @@ export function createWebhooksService({
       return toWebhook(row, now);
     },
 
-    /** A new secret; the old one keeps signing (a second signature) for 24 hours. */
-    async rotateSecret(actor: Actor, id: string) {
+    /**
+     * A new secret. The one it replaces keeps signing (one more signature per delivery) for 24
+     * hours, or for `previousSecretExpiresIn` seconds, which no earlier previous secret outlives
+     * either; 0 stops them all now. Each previous secret keeps its own time otherwise.
+     */
+    async rotateSecret(actor: Actor, id: string, input: RotateSecretInput) {
       const now = clock();
       const secret = newSecret();
-      const until = new Date(now.getTime() + PREVIOUS_SECRET_VALID_MS);
-      await db.transaction().execute(async (trx) => {
-        const row = await repo.rotateSecret(trx, actor.organizationId, id, secret, until, now);
+      const keepMs =
+        input?.previousSecretExpiresIn === undefined ? PREVIOUS_SECRET_VALID_MS : input.previousSecretExpiresIn * 1000;
+      const until = new Date(now.getTime() + keepMs);
+      const previous = await db.transaction().execute(async (trx) => {
+        const row = await repo.findWebhook(trx, actor.organizationId, id, true);
         if (!row) throw new NotFoundError(`webhook ${id} is not known`);
-        await audit.append(trx, actor, 'webhook.secret_rotated', null, { webhookId: id }, now);
+        const previous = retireSecret(repo.previousSecretsOf(row), row.secret, until, now);
+        const first = previous.at(-1);
+        if (previous.length > MAX_PREVIOUS_SECRETS && first) throw new SecretLimitError(id, first.expiresAt);
+        await repo.setSecrets(trx, actor.organizationId, id, secret, previous, now);
+        const stopsAt = toUnixSeconds(until);
+        await audit.append(
+          trx,
+          actor,
+          'webhook.secret_rotated',
+          null,
+          { webhookId: id, previousStopsAt: stopsAt },
+          now,
+        );
+        return previous;
       });
-      return { id, secret, previousSecretExpiresAt: toUnixSeconds(until) };
+      return {
+        id,
+        secret,
+        previousSecretExpiresAt: toUnixSeconds(until),
+        previousSecrets: previousSecretsShown(previous, now),
+      };
     },
 
     /** Sends a `webhook.test` event to this endpoint only. */
@@ -484,10 +533,7 @@ export function createWebhooksService({
         }),
         timestamp: target.created_at.toISOString(),
       });
-      const secrets = [target.secret];
-      if (target.previous_secret && target.previous_secret_expires_at && target.previous_secret_expires_at > sentAt) {
-        secrets.push(target.previous_secret);
-      }
+      const secrets = signingSecrets(target.secret, repo.previousSecretsOf(target), sentAt);
       const result = await send(
         target.url,
         {

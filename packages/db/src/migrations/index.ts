@@ -19,6 +19,7 @@ import * as sanctionsNotifyCache from './20261206000000-sanctions-notify-cache.t
 import * as webhookLastFailure from './20261207000000-webhook-last-failure.ts';
 import * as webhookNotBefore from './20261208000000-webhook-not-before.ts';
 import * as sanctionsRescore from './20261209000000-sanctions-rescore.ts';
+import * as webhookPreviousSecrets from './20261210000000-webhook-previous-secrets.ts';
 
 /** Every migration, in order. Names are timestamped; never rename or reorder a landed one. */
 export const migrations: Record<string, Migration> = {
@@ -42,4 +43,5 @@ export const migrations: Record<string, Migration> = {
   '20261207000000-webhook-last-failure': webhookLastFailure,
   '20261208000000-webhook-not-before': webhookNotBefore,
   '20261209000000-sanctions-rescore': sanctionsRescore,
+  '20261210000000-webhook-previous-secrets': webhookPreviousSecrets,
 };
