@@ -306,15 +306,22 @@ describe('delivery', () => {
     const created = await createWebhook({ eventTypes: ['webhook.disabled'] });
     let last = created.secret;
     for (let i = 0; i < 5; i++) last = rotated(await rotate(created.id, { previousSecretExpiresIn: 600 })).secret;
-    const refused = await rotate(created.id, {}, 409);
-    expect(refused.json()).toMatchObject({
-      success: false,
-      error: { code: 'WEBHOOK_SECRET_LIMIT', details: { maxPreviousSecrets: 5 } },
-    });
-    expect(refused.json().error.message).toMatch(/previousSecretExpiresIn/);
+    const firstStopsAt = Math.floor(t.clock.now.getTime() / 1000) + 600;
+    // Refused whatever time it asks for; the answer says when the first of the five stops.
+    for (const body of [{}, { previousSecretExpiresIn: 30 }]) {
+      const refused = await rotate(created.id, body, 409);
+      expect(refused.json()).toMatchObject({
+        success: false,
+        error: { code: 'WEBHOOK_SECRET_LIMIT', details: { maxPreviousSecrets: 5, firstStopsAt } },
+      });
+      expect(refused.json().error.message).toMatch(/previousSecretExpiresIn/);
+    }
     const shown = successEnvelope(webhookSchema).parse((await request('GET', `/api/webhooks/${created.id}`)).json());
-    expect(shown.data.previousSecrets).toHaveLength(5);
-    // The secret is still the last one given: a delivery verifies with it.
+    expect(shown.data.previousSecrets).toEqual(Array.from({ length: 5 }, () => ({ expiresAt: firstStopsAt })));
+    const [row] = (
+      await sql<{ secret: string }>`SELECT secret FROM webhooks WHERE id = ${created.id}`.execute(t.database.db)
+    ).rows;
+    expect(row?.secret).toBe(last);
     await request('POST', `/api/webhooks/${created.id}/test`);
     const [got] = await receiver.waitFor(1, 15_000, forWebhook(created.id));
     if (!got) throw new Error('no delivery');

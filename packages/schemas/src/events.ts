@@ -287,11 +287,9 @@ export type ReplayInput = z.infer<typeof replayBody>;
 /** The most a replaced secret signs after a rotation: a day. */
 export const PREVIOUS_SECRET_MAX_SECONDS = 86_400;
 
-const previousSecrets = z
-  .array(z.object({ expiresAt: unixSeconds }))
-  .meta({
-    description: 'Secrets replaced by a rotation that still sign deliveries, each until its time; latest first',
-  });
+const previousSecrets = z.array(z.object({ expiresAt: unixSeconds })).meta({
+  description: 'Secrets replaced by a rotation that still sign deliveries, each until its time; latest first',
+});
 
 export const webhook = z
   .object({

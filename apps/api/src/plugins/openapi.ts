@@ -58,6 +58,7 @@ function exampleCode(status: string, path: string): ErrorCode {
       return path.includes('/jobs/') ? 'JOB_NOT_FOUND' : path.includes('{address}') ? 'AGENT_NOT_FOUND' : 'NOT_FOUND';
     case '409':
       if (path.endsWith('/register')) return 'AGENT_ALREADY_REGISTERED';
+      if (path.endsWith('/rotate-secret')) return 'WEBHOOK_SECRET_LIMIT';
       return path.includes('/transactions/') ? 'TRANSACTION_CONFLICT' : 'IDEMPOTENCY_IN_PROGRESS';
     case '413':
       return 'PAYLOAD_TOO_LARGE';

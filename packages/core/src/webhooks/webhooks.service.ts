@@ -363,9 +363,13 @@ export function createWebhooksService({
       const previous = await db.transaction().execute(async (trx) => {
         const row = await repo.findWebhook(trx, actor.organizationId, id, true);
         if (!row) throw new NotFoundError(`webhook ${id} is not known`);
-        const previous = retireSecret(repo.previousSecretsOf(row), row.secret, until, now);
-        const first = previous.at(-1);
-        if (previous.length > MAX_PREVIOUS_SECRETS && first) throw new SecretLimitError(id, first.expiresAt);
+        const stored = repo.previousSecretsOf(row);
+        const previous = retireSecret(stored, row.secret, until, now);
+        if (previous.length > MAX_PREVIOUS_SECRETS) {
+          // When the first of those signing now stops: then a rotation like this one goes through.
+          const stops = stored.map((p) => p.expiresAt.getTime()).filter((t) => t > now.getTime());
+          throw new SecretLimitError(id, new Date(Math.min(...stops)));
+        }
         await repo.setSecrets(trx, actor.organizationId, id, secret, previous, now);
         const stopsAt = toUnixSeconds(until);
         await audit.append(

@@ -5,6 +5,7 @@ import { type Kysely, sql } from 'kysely';
  * until its own time (`[{secret, expiresAt}]`), in place of one `previous_secret`. With one, a
  * second rotation within the first one's 24 hours dropped the first old secret early, against what
  * that rotation had answered (docs/events.md, "Rotation"). A previous secret still valid is kept.
+ * Processes of the previous version read and write the dropped columns: stop them before this runs.
  */
 export async function up(db: Kysely<unknown>): Promise<void> {
   await sql`ALTER TABLE webhooks ADD COLUMN previous_secrets jsonb NOT NULL DEFAULT '[]'`.execute(db);
