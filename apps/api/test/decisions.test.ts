@@ -766,6 +766,65 @@ describe('holds and approvals', () => {
     expect((await get(t.app, `/api/decisions/${refused.decisionId}`)).json().data.budget).toMatchObject(refusedBudget);
     expect((await grant.execute(t.database.db)).rows[0]).toEqual({ status: 'approved', redeemed_decision_id: null });
   });
+
+  /** A review with a hold, for `amount`: its approval and its hold (pending approval). */
+  async function reviewWithHold(agent: string, amount: string) {
+    await setPolicy(agent, [{ name: 'all', action: 'review' }]);
+    const review = await decideOk({ agent, amount, hold: true });
+    expect(review.decision).toBe('review');
+    return { approvalId: review.approvalId as string, holdId: review.authorization?.authorizationId as string };
+  }
+  const holdsOf = async (agent: string) =>
+    (
+      await sql<{ id: string; status: string }>`
+        SELECT id::text, status FROM authorizations WHERE agent = ${agent} ORDER BY authorizations.id`.execute(
+        t.database.db,
+      )
+    ).rows;
+
+  it('pays with the grant’s hold when the approval comes between the decision’s first read and its redemption', async () => {
+    const agent = await createAgentWithBudget(t.app, limits);
+    const { approvalId, holdId } = await reviewWithHold(agent, '400');
+    const budgetOf = t.services.budgets.budgetOf;
+    vi.spyOn(t.services.budgets, 'budgetOf').mockImplementationOnce(async (...args) => {
+      const read = await budgetOf(...args);
+      expect((await post(t.app, `/api/approvals/${approvalId}/approve`, {})).statusCode).toBe(200);
+      return read;
+    });
+    const paid = await decideOk({ agent, amount: '400', approvalId, hold: true });
+    vi.restoreAllMocks();
+    expect([paid.decision, paid.authorization?.authorizationId, paid.authorization?.status]).toEqual([
+      'allow',
+      holdId,
+      'held',
+    ]);
+    // One payable hold for one grant, and the budget holds its amount once.
+    expect(await holdsOf(agent)).toEqual([{ id: holdId, status: 'held' }]);
+    expect((await get(t.app, `/api/budgets/${agent}`)).json().data.dailyHeld).toBe('400');
+  });
+
+  it('reserves a new hold when the grant’s hold is voided between the decision’s first read and its redemption', async () => {
+    const agent = await createAgentWithBudget(t.app, limits);
+    const { approvalId, holdId } = await reviewWithHold(agent, '300');
+    expect((await post(t.app, `/api/approvals/${approvalId}/approve`, {})).statusCode).toBe(200);
+    const budgetOf = t.services.budgets.budgetOf;
+    vi.spyOn(t.services.budgets, 'budgetOf').mockImplementationOnce(async (...args) => {
+      const read = await budgetOf(...args);
+      const voided = await post(t.app, `/api/budgets/${agent}/authorizations/${holdId}/void`, {});
+      expect(voided.statusCode, voided.body).toBe(200);
+      return read;
+    });
+    const paid = await decideOk({ agent, amount: '300', approvalId, hold: true });
+    vi.restoreAllMocks();
+    expect(paid.decision).toBe('allow');
+    expect(paid.authorization?.status).toBe('held');
+    expect(paid.authorization?.authorizationId).not.toBe(holdId);
+    expect(await holdsOf(agent)).toEqual([
+      { id: holdId, status: 'voided' },
+      { id: paid.authorization?.authorizationId, status: 'held' },
+    ]);
+    expect((await get(t.app, `/api/budgets/${agent}`)).json().data.dailyHeld).toBe('300');
+  });
 });
 
 describe('an approval time that is not whole seconds', () => {

@@ -322,6 +322,24 @@ export function grantHold(
     .executeTakeFirst();
 }
 
+/**
+ * The hold `id` if it is held and unexpired, locked until the transaction ends (a void or capture
+ * of it waits for the payment that takes it over); null otherwise. A decision redeeming a grant
+ * takes the approval's row first and then this one, as approving and denying do.
+ */
+export async function liveHold(db: Executor, organizationId: string, id: string, now: Date): Promise<string | null> {
+  const row = await db
+    .selectFrom('authorizations')
+    .select(sql<string>`id::text`.as('id'))
+    .where('organization_id', '=', organizationId)
+    .where('id', '=', id)
+    .where('status', '=', 'held')
+    .where('expires_at', '>', now)
+    .forUpdate()
+    .executeTakeFirst();
+  return row?.id ?? null;
+}
+
 /** Gives a grant back, before its redemption commits (the payment it was redeemed for was refused after all). */
 export async function unredeemApproval(db: Executor, organizationId: string, id: string): Promise<void> {
   await db

@@ -283,8 +283,13 @@ export function createDecisionsService(deps: DecisionsDeps) {
             if (taken) {
               verdict = prospective;
               // The grant's own hold pays for it while it is still held; one voided or expired since
-              // is gone, and a payment that asks for a hold reserves a new one.
-              approvalHold = ownHold && String(taken.authorization_id) === ownHold.id ? ownHold.id : null;
+              // is gone, and a payment that asks for a hold reserves a new one. Its state is read
+              // again here, after the redemption: a hold approved (so held) or voided since the
+              // first read is taken as it now is, so that a grant never leaves two payable holds.
+              approvalHold =
+                taken.authorization_id === null
+                  ? null
+                  : await repo.liveHold(trx, actor.organizationId, String(taken.authorization_id), now);
               redeemed = true;
             } else {
               verdict = decide({
