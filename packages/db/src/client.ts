@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import { mkdirSync } from 'node:fs';
 import { Kysely, PostgresDialect, sql } from 'kysely';
 import pg from 'pg';
@@ -28,6 +29,12 @@ export interface DatabaseOptions {
    */
   preparedStatements?: boolean;
   onPoolError?: (error: Error) => void;
+  /**
+   * A listening connection proves itself this often: a notification it sends to itself on a
+   * channel of its own must come back within `timeoutMs`, or it counts as lost (default every
+   * 5 s, within 3 s). See `listenPostgres`.
+   */
+  listenHeartbeat?: { everyMs: number; timeoutMs: number };
 }
 
 export interface Database {
@@ -37,8 +44,9 @@ export interface Database {
   pool?: pg.Pool;
   ping(): Promise<void>;
   /**
-   * Listens on a notification channel. `onReady` fires each time listening (re)starts;
-   * `onLost` when notifications may have been missed (the connection dropped).
+   * Listens on a notification channel. `onReady` fires each time listening (re)starts and is
+   * proven to deliver; `onLost` when notifications may have been missed (the connection dropped,
+   * or stopped delivering).
    */
   listen(channel: string, handlers: ListenHandlers): Promise<{ close(): Promise<void> }>;
   close(): Promise<void>;
@@ -52,6 +60,8 @@ export interface ListenHandlers {
 
 /** How long a query may go unanswered (PostgreSQL) or wait for the one connection (PGlite) unless told. */
 const QUERY_TIMEOUT_MS = 20_000;
+
+const LISTEN_HEARTBEAT = { everyMs: 5_000, timeoutMs: 3_000 };
 
 export function createDatabase(options: DatabaseOptions): Database {
   if (options.databaseUrl) return createPostgres(options.databaseUrl, options);
@@ -93,37 +103,94 @@ function createPostgres(connectionString: string, options: DatabaseOptions): Dat
     ping: async () => {
       await sql`SELECT 1`.execute(db);
     },
-    listen: (channel, handlers) => listenPostgres(connectionString, channel, handlers),
+    listen: (channel, handlers) =>
+      listenPostgres(connectionString, channel, handlers, options.listenHeartbeat ?? LISTEN_HEARTBEAT),
     close: () => db.destroy(),
   };
 }
 
-/** A dedicated connection that LISTENs, reconnecting (with a short backoff) when it drops. */
-async function listenPostgres(connectionString: string, channel: string, handlers: ListenHandlers) {
+/**
+ * A dedicated connection that LISTENs, reconnecting (with a short backoff) when it drops.
+ *
+ * A connection can stop delivering without an error: a peer or a middlebox gone silently (TCP
+ * keepalive notices that only after minutes), or a pooler that does not pass notifications on
+ * (PgBouncer in transaction mode accepts LISTEN and delivers nothing). So the connection also
+ * listens on a channel of its own and, every `heartbeat.everyMs`, notifies it through itself: a
+ * heartbeat not back within `heartbeat.timeoutMs` counts as a lost connection. `onReady` waits
+ * for the first heartbeat, so a connection that never delivers is never reported ready.
+ */
+async function listenPostgres(
+  connectionString: string,
+  channel: string,
+  handlers: ListenHandlers,
+  heartbeat: { everyMs: number; timeoutMs: number },
+) {
   let closed = false;
   let client: pg.Client | undefined;
   let retry: NodeJS.Timeout | undefined;
+  const own = `${channel}_heartbeat_${randomBytes(6).toString('hex')}`;
   const connect = async (): Promise<void> => {
     if (closed) return;
-    const next = new pg.Client({ connectionString, application_name: 'vouch-listen', connectionTimeoutMillis: 2000 });
+    const next = new pg.Client({
+      connectionString,
+      application_name: 'vouch-listen',
+      connectionTimeoutMillis: 2000,
+      keepAlive: true,
+      keepAliveInitialDelayMillis: 10_000,
+    });
+    let beat: NodeJS.Timeout | undefined;
+    let waiting: { payload: string; done(): void } | undefined;
     const lost = (error: unknown) => {
       if (client !== next) return;
       client = undefined;
+      clearTimeout(beat);
       next.removeAllListeners('notification');
       next.end().catch(() => {});
       handlers.onLost?.(error);
       if (!closed) retry = setTimeout(() => void connect(), 500);
     };
+    /** One heartbeat: resolves when it is back, loses the connection when it is not in time. */
+    let sent = 0;
+    const prove = () =>
+      new Promise<void>((resolve, reject) => {
+        const payload = String(++sent);
+        const timer = setTimeout(() => {
+          waiting = undefined;
+          reject(new Error(`listen connection did not deliver its heartbeat within ${heartbeat.timeoutMs} ms`));
+        }, heartbeat.timeoutMs).unref();
+        waiting = {
+          payload,
+          done: () => {
+            clearTimeout(timer);
+            waiting = undefined;
+            resolve();
+          },
+        };
+        next.query('SELECT pg_notify($1, $2)', [own, payload]).catch(reject);
+      });
+    const keepProving = () => {
+      beat = setTimeout(() => {
+        prove().then(keepProving, lost);
+      }, heartbeat.everyMs).unref();
+    };
     next.on('error', lost);
     next.on('end', () => lost(new Error('listen connection ended')));
     next.on('notification', (message) => {
+      if (message.channel === own) {
+        if (waiting && message.payload === waiting.payload) waiting.done();
+        return;
+      }
       if (message.payload !== undefined) handlers.onNotify(message.payload);
     });
     client = next;
     try {
       await next.connect();
-      await next.query(`LISTEN ${pg.escapeIdentifier(channel)}`);
-      if (client === next && !closed) handlers.onReady?.();
+      await next.query(`LISTEN ${pg.escapeIdentifier(channel)}; LISTEN ${pg.escapeIdentifier(own)}`);
+      await prove();
+      if (client === next && !closed) {
+        handlers.onReady?.();
+        keepProving();
+      }
     } catch (error) {
       lost(error);
     }
