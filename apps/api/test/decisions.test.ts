@@ -14,6 +14,7 @@ import {
   randomAddress,
   recordTx,
   type TestContext,
+  until,
   withoutSanctionsList,
 } from '@vouch/testkit';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
@@ -710,6 +711,29 @@ describe('holds and approvals', () => {
     });
     const budget = (await get(t.app, `/api/budgets/${agent}`)).json().data;
     expect(budget.dailyHeld).toBe('0');
+  });
+
+  it('a decision without a hold stores the sanctions its budget refusal found, not a clear screening', async () => {
+    const agent = await createAgentWithBudget(t.app, limits);
+    await listOnActiveSnapshot(t.database.db, agent);
+    // The budget is read while the agent is listed; the agent is off the list before the screening.
+    const budgetOf = t.services.budgets.budgetOf;
+    vi.spyOn(t.services.budgets, 'budgetOf').mockImplementationOnce(async (...args) => {
+      const read = await budgetOf(...args);
+      await sql`DELETE FROM sanctions_entries WHERE address = ${agent}`.execute(t.database.db);
+      await until(async () => !(await t.services.sanctions.forDecision(agent, null, null)).agent, 5_000);
+      return read;
+    });
+    let d: Awaited<ReturnType<typeof decideOk>>;
+    try {
+      d = await decideOk({ agent, amount: '100' });
+    } finally {
+      vi.restoreAllMocks();
+    }
+    expect([d.decision, codes(d)]).toEqual(['deny', ['SANCTIONED', 'NO_POLICY']]);
+    // The reason and the facts agree, in the answer and as stored.
+    expect(d.sanctions.agent).toBe('listed');
+    expect((await get(t.app, `/api/decisions/${d.decisionId}`)).json().data.sanctions.agent).toBe('listed');
   });
 
   it('a counterparty listed, or the list gone, between the screening and the hold is denied, nothing held', async () => {

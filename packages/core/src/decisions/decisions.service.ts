@@ -63,6 +63,23 @@ function withoutHold(budget: CachedBudget, hold: { amount: string; day_start: Da
   return { ...budget, state: releaseHold(budget.state, released, 0n) };
 }
 
+/**
+ * The sanctions a decision stores and answers once a budget refusal found what its screening did
+ * not: the list changed between the screening and the budget's read (or the hold's statement).
+ */
+function sanctionsFoundByBudget(
+  sanctions: Decision['sanctions'],
+  refusal: string | null,
+  counterparty: string | null,
+): Decision['sanctions'] {
+  if (refusal === 'SANCTIONED') return { ...sanctions, agent: 'listed' };
+  if (refusal === 'COUNTERPARTY_SANCTIONED') return { ...sanctions, counterparty: 'listed' };
+  if (refusal === 'SANCTIONS_LIST_UNAVAILABLE') {
+    return { agent: 'unavailable', counterparty: counterparty === null ? null : 'unavailable', list: null };
+  }
+  return sanctions;
+}
+
 export function createDecisionsService(deps: DecisionsDeps) {
   const { db, clock, audit, events, agents, budgets, authorizations, policies, sanctions, anomaly } = deps;
   const writer = batchWriter<repo.NewDecision>((batch) => repo.insertDecisions(db, batch));
@@ -269,6 +286,8 @@ export function createDecisionsService(deps: DecisionsDeps) {
         modelVersion: SCORE_MODEL_VERSION,
         ...(input.approvalId !== undefined && { approvalIdGiven: input.approvalId }),
       };
+      // The budget row carries its own screening, read at another moment than the list.
+      stored.sanctions = sanctionsFoundByBudget(stored.sanctions, check.reason, counterparty);
 
       const write = async (trx: Kysely<DB>, after: (effect: () => void) => void) => {
         let verdict = decide(evidence);
@@ -340,16 +359,7 @@ export function createDecisionsService(deps: DecisionsDeps) {
               monthlyRemaining: details.monthlyRemaining ?? check.monthlyRemaining,
               perTxLimit: details.perTxLimit !== undefined ? details.perTxLimit : check.perTxLimit,
             };
-            // The list changed since the screening: what is stored says so too.
-            if (refusal === 'SANCTIONED') stored.sanctions.agent = 'listed';
-            if (refusal === 'COUNTERPARTY_SANCTIONED') stored.sanctions.counterparty = 'listed';
-            if (refusal === 'SANCTIONS_LIST_UNAVAILABLE') {
-              stored.sanctions = {
-                agent: 'unavailable',
-                counterparty: counterparty === null ? null : 'unavailable',
-                list: null,
-              };
-            }
+            stored.sanctions = sanctionsFoundByBudget(stored.sanctions, refusal, counterparty);
             // A grant redeemed for this payment is not spent on a refusal.
             if (redeemed && grant !== null) {
               await repo.unredeemApproval(trx, actor.organizationId, grant.id);
