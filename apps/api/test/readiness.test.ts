@@ -113,6 +113,49 @@ describe('readiness, job metrics and the dashboard with BullMQ on a disposable R
     expect(page.headers['content-security-policy']).toContain("script-src 'self'");
     const api = await t.app.inject({ method: 'GET', url: '/admin/queues/api/queues', headers: basic(ADMIN) });
     expect(api.statusCode).toBe(200);
+
+    // An organization's admin key manages that organization; the dashboard shows every one's jobs.
+    const orgAdmin = successEnvelope(createdApiKey).parse(
+      (
+        await t.app.inject({
+          method: 'POST',
+          url: '/api/keys',
+          payload: { name: 'org admin', scopes: ['admin'] },
+          headers: admin,
+        })
+      ).json(),
+    ).data.key;
+    for (const [method, url] of [
+      ['GET', '/admin/queues'],
+      ['GET', '/admin/queues/api/queues'],
+      ['PUT', '/admin/queues/api/queues/maintenance/pause'],
+    ] as const) {
+      const refused = await t.app.inject({ method, url, headers: basic(orgAdmin) });
+      expect(refused.statusCode, `${method} ${url}`).toBe(403);
+      expect(refused.json().error.message).toMatch(/only the operator's key \(ADMIN_API_KEY\)/);
+    }
+  });
+
+  it('with AUTH off and an admin key set, the dashboard needs that key, to read and to change', async () => {
+    const open = await createTestApp({
+      env: { REDIS_URL: redis.url, SHUTDOWN_TIMEOUT_MS: '1000' },
+      edge: { auth: { mode: 'off', adminKey: ADMIN } },
+    });
+    try {
+      const basic = { authorization: `Basic ${Buffer.from(`ops:${ADMIN}`).toString('base64')}` };
+      for (const [method, url] of [
+        ['GET', '/admin/queues'],
+        ['GET', '/admin/queues/api/queues'],
+        ['PUT', '/admin/queues/api/queues/maintenance/pause'],
+      ] as const) {
+        expect((await open.app.inject({ method, url })).statusCode, `${method} ${url}`).toBe(401);
+      }
+      expect((await open.app.inject({ method: 'GET', url: '/admin/queues', headers: basic })).statusCode).toBe(200);
+      // The API itself stays open, as AUTH off says.
+      expect((await open.app.inject({ method: 'GET', url: '/api/agents' })).statusCode).toBe(200);
+    } finally {
+      await open.close();
+    }
   });
 
   it('answers within its bound while Redis stops answering, and is ready again after', async () => {

@@ -41,6 +41,7 @@ const ADMIN_PRINCIPAL: KeyPrincipal = {
   operator: true,
 };
 const DASHBOARD = '/admin/queues';
+const isDashboard = (url: string) => url === DASHBOARD || url.startsWith(`${DASHBOARD}/`);
 
 /**
  * Who a request acts as: its key's organization and the key; the operator (ADMIN_API_KEY) acts
@@ -75,7 +76,7 @@ export function actorOf(request: FastifyRequest): Actor {
  * open to any key), checked when the route is registered.
  */
 export function requiredScope(url: string, method: string, config: { scope?: ApiKeyScope | 'public' }) {
-  if (url === DASHBOARD || url.startsWith(`${DASHBOARD}/`)) return 'admin' as const;
+  if (isDashboard(url)) return 'admin' as const;
   if (config.scope === 'public' || !url.startsWith('/api/')) return null;
   if (config.scope) return config.scope;
   if (method === 'GET' || method === 'HEAD') return 'read' as const;
@@ -100,14 +101,21 @@ export function presentedSecret(request: FastifyRequest): string | null {
   return null;
 }
 
-/** What a request needs: null when the route is public or unknown (404). */
-export function requirement(request: FastifyRequest, mode: AuthOptions['mode']) {
+/**
+ * What a request needs: null when the route is public or unknown (404). The queue dashboard
+ * shows and changes every organization's jobs, so it needs the operator's key (ADMIN_API_KEY),
+ * not an organization's `admin` key; once that key is set it is needed with AUTH off too (without
+ * one, and AUTH off, the dashboard is anyone's, read-only).
+ */
+export function requirement(request: FastifyRequest, auth: AuthOptions) {
   const url = request.routeOptions.url;
   if (url === undefined) return null;
   const config = request.routeOptions.config;
   const scope = requiredScope(url, request.method, config);
   if (!scope) return null;
-  return { scope, enforced: mode === 'on' || config.alwaysAuthenticate === true };
+  const operator = isDashboard(url);
+  const enforced = auth.mode === 'on' || config.alwaysAuthenticate === true || (operator && Boolean(auth.adminKey));
+  return { scope, operator, enforced };
 }
 
 /** Resolves the presented key (before rate limiting, which counts per key). Refuses nothing. */
@@ -125,7 +133,7 @@ export const authenticatePlugin = fp(
       if (!secret) return done();
       // Only /api and the dashboard look at keys: a key sent to a probe costs no lookup.
       const url = request.routeOptions.url;
-      if (url === undefined || !(url.startsWith('/api/') || url === DASHBOARD || url.startsWith(`${DASHBOARD}/`))) {
+      if (url === undefined || !(url.startsWith('/api/') || isDashboard(url))) {
         return done();
       }
       if (auth.adminKey && secretsEqual(secret, auth.adminKey)) {
@@ -159,7 +167,7 @@ export const authorizePlugin = fp(
   async (app: FastifyInstance, { auth }: { auth: AuthOptions }) => {
     // Callback style: answering without calling done() ends the request here.
     app.addHook('onRequest', (request, reply, done) => {
-      const need = requirement(request, auth.mode);
+      const need = requirement(request, auth);
       if (!need?.enforced) return done();
       const principal = request.principal;
       if (!principal) {
@@ -176,6 +184,15 @@ export const authorizePlugin = fp(
           required: need.scope,
           scopes: principal.scopes,
         });
+        return;
+      }
+      if (need.operator && principal.operator !== true) {
+        sendFailure(
+          reply,
+          request,
+          'FORBIDDEN',
+          "the queue dashboard shows every organization's jobs: only the operator's key (ADMIN_API_KEY) opens it",
+        );
         return;
       }
       done();
