@@ -52,12 +52,14 @@ const requirements = {
   maxTimeoutSeconds: 60,
   extra: { name: 'USD Coin', version: '2' },
 };
+/** As the x402 `exact` client signs it: valid for the requirements' maxTimeoutSeconds from now. */
+const validBefore = Math.floor(Date.now() / 1000) + requirements.maxTimeoutSeconds;
 const authorization = {
   from: PAYER,
   to: PAY_TO,
   value: '10000',
   validAfter: '0',
-  validBefore: '4000000000',
+  validBefore: String(validBefore),
   nonce: `0x${'01'.repeat(32)}` as const,
 };
 /** An EIP-3009 authorization as the x402 `exact` client signs it. */
@@ -72,7 +74,7 @@ const signAs = (signer: typeof account) =>
       to: getAddress(authorization.to),
       value: 10000n,
       validAfter: 0n,
-      validBefore: 4000000000n,
+      validBefore: BigInt(validBefore),
     },
   });
 const paymentSignedBy = async (signer: typeof account) => ({

@@ -21,6 +21,8 @@ const TOKEN = '0x036CbD53842c5426634e7929541eC2318f3dCF7e';
 const PAYER = '0x52908400098527886E0F7030069857D2E4169EE7';
 const PAY_TO = '0x5aAeb6053F3E94C9b9A09f33669435E7Ef1BeAed';
 const NONCE = `0x${'ab'.repeat(32)}`;
+const NOW = new Date('2026-03-01T12:00:00Z');
+const nowSeconds = NOW.getTime() / 1000;
 
 const requirements: RequirementsLike = {
   scheme: 'exact',
@@ -38,7 +40,14 @@ function eip3009(overrides: Partial<PaymentPayloadLike> = {}): PaymentPayloadLik
     resource: { url: 'http://127.0.0.1:4021/weather' },
     payload: {
       signature: '0x00',
-      authorization: { from: PAYER, to: PAY_TO, value: '10000', validAfter: '0', validBefore: '9', nonce: NONCE },
+      authorization: {
+        from: PAYER,
+        to: PAY_TO,
+        value: '10000',
+        validAfter: '0',
+        validBefore: String(nowSeconds + 120),
+        nonce: NONCE,
+      },
     },
     ...overrides,
   };
@@ -47,8 +56,27 @@ function eip3009(overrides: Partial<PaymentPayloadLike> = {}): PaymentPayloadLik
 const permit2 = (from: string, nonce: string): PaymentPayloadLike => ({
   x402Version: 2,
   accepted: { ...requirements, scheme: 'upto', amount: '50000' },
-  payload: { signature: '0x00', permit2Authorization: { from, nonce, spender: PAY_TO } },
+  payload: {
+    signature: '0x00',
+    permit2Authorization: {
+      from,
+      nonce,
+      spender: PAY_TO,
+      permitted: { token: TOKEN, amount: '50000' },
+      deadline: String(nowSeconds + 120),
+    },
+  },
 });
+
+/** An EIP-3009 payload whose authorization is signed with `changes`. */
+const eip3009Signed = (changes: Record<string, string>, accepted = requirements) =>
+  eip3009({
+    accepted,
+    payload: {
+      signature: '0x00',
+      authorization: { ...(eip3009().payload.authorization as Record<string, string>), ...changes },
+    },
+  });
 
 describe('assets and networks', () => {
   it('reads the chain id of an eip155 network only', () => {
@@ -106,7 +134,7 @@ describe('the payer, the nonce and the payment identifier', () => {
 
 describe('describePayment', () => {
   it('maps a payment: payer = agent, payTo = counterparty, signed amount in atomic units, CAIP-19 asset', () => {
-    const described = describePayment(eip3009(), requirements);
+    const described = describePayment(eip3009(), requirements, NOW);
     expect(described).toEqual({
       ok: true,
       payment: {
@@ -125,33 +153,62 @@ describe('describePayment', () => {
 
   it('holds the maximum of an upto payment, whatever the settlement will ask for', () => {
     const settleRequirements = { ...requirements, scheme: 'upto', amount: '1234' };
-    const described = describePayment(permit2(PAYER, '7'), settleRequirements);
+    const described = describePayment(permit2(PAYER, '7'), settleRequirements, NOW);
     expect(described.ok && described.payment.amount).toBe('50000');
   });
 
   it('refuses what Vouch cannot judge, saying why', () => {
     const refused = (payload: PaymentPayloadLike, reqs = requirements) => {
-      const d = describePayment(payload, reqs);
+      const d = describePayment(payload, reqs, NOW);
       return d.ok ? null : d.message;
     };
     expect(refused(eip3009({ x402Version: 1 }))).toMatch(/v2/);
     expect(refused(eip3009(), { ...requirements, network: 'solana:mainnet' })).toMatch(/EVM/);
     expect(refused(eip3009(), { ...requirements, payTo: 'GxYz' })).toMatch(/payTo/);
     expect(refused(eip3009({ payload: {} }))).toMatch(/payer/);
-    expect(refused(eip3009({ accepted: { ...requirements, amount: '0' } }))).toMatch(/positive/);
-    expect(refused(eip3009({ accepted: { ...requirements, amount: '1e6' } }))).toMatch(/positive/);
-    expect(refused(eip3009({ accepted: { ...requirements, amount: (2n ** 256n).toString() } }))).toMatch(/positive/);
+    for (const value of ['0', '1e6', (2n ** 256n).toString()]) {
+      expect(refused(eip3009Signed({ value }, { ...requirements, amount: value }))).toMatch(/positive/);
+    }
   });
 
-  it('keeps a hold no longer than Vouch allows', () => {
-    const d = describePayment(eip3009(), { ...requirements, maxTimeoutSeconds: 10 ** 9 });
-    expect(d.ok && d.payment.holdSeconds).toBe(30 * 86_400);
+  it('judges the amount the payer signed, and refuses a payload whose accepted amount says otherwise', () => {
+    // The client's copy of the requirements is not signed: 1 there while 1,000,000 moves.
+    const cheap = describePayment(
+      eip3009Signed({ value: '1000000' }, { ...requirements, amount: '1' }),
+      { ...requirements, amount: '1000000' },
+      NOW,
+    );
+    expect(cheap.ok ? null : cheap.message).toBe('the payload accepts 1 but its authorization is signed for 1000000');
+    const permit = permit2(PAYER, '7');
+    const mismatched = describePayment({ ...permit, accepted: { ...requirements, amount: '5' } }, requirements, NOW);
+    expect(mismatched.ok ? null : mismatched.message).toMatch(/signed for 50000/);
+  });
+
+  it('holds for maxTimeoutSeconds plus a margin, and refuses an authorization that could outlive its hold', () => {
+    const described = (payload: PaymentPayloadLike, reqs = requirements, now = NOW) => {
+      const d = describePayment(payload, reqs, now);
+      return d.ok ? d.payment.holdSeconds : d.message;
+    };
+    expect(described(eip3009())).toBe(120 + HOLD_MARGIN_SECONDS);
+    // The same in every hook of the payment, however late: the decision's body does not change.
+    expect(described(eip3009(), requirements, new Date(NOW.getTime() + 100_000))).toBe(120 + HOLD_MARGIN_SECONDS);
+    expect(described(permit2(PAYER, '7'), { ...requirements, maxTimeoutSeconds: 300 })).toBe(300 + HOLD_MARGIN_SECONDS);
+    expect(
+      described(eip3009Signed({ validBefore: String(nowSeconds + 20 * 86_400) }), {
+        ...requirements,
+        maxTimeoutSeconds: 10 ** 9,
+      }),
+    ).toBe(30 * 86_400);
+    // Signed to settle for a day while the hold lasts three minutes: refused.
+    expect(described(eip3009Signed({ validBefore: String(nowSeconds + 86_400) }))).toMatch(
+      /can settle until \d+, after the 180 s hold/,
+    );
   });
 });
 
 describe('decisionRequest', () => {
   it('asks for a decision with a hold, the same body in every hook of the payment', () => {
-    const d = describePayment(eip3009(), requirements);
+    const d = describePayment(eip3009(), requirements, NOW);
     if (!d.ok) throw new Error(d.message);
     expect(decisionRequest(d.payment, { category: 'api' })).toEqual({
       agent: PAYER.toLowerCase(),

@@ -100,6 +100,29 @@ export function nonceOf(payload: PaymentPayloadLike): string | null {
   return /^0x[0-9a-fA-F]{1,64}$/.test(nonce) || UINT.test(nonce) ? nonce.toLowerCase() : null;
 }
 
+/**
+ * The amount the payer signed for, in atomic units: EIP-3009's `value`, Permit2's
+ * `permitted.amount`. This is what the facilitator checks against the requirements and what
+ * moves; `accepted.amount` is the client's copy of the requirements, which no signature covers.
+ */
+export function signedAmountOf(payload: PaymentPayloadLike): string | null {
+  const inner = payload.payload;
+  if (!isRecord(inner)) return null;
+  const amount = isRecord(inner.authorization)
+    ? inner.authorization.value
+    : isRecord(inner.permit2Authorization) && isRecord(inner.permit2Authorization.permitted)
+      ? inner.permit2Authorization.permitted.amount
+      : undefined;
+  return typeof amount === 'string' && UINT.test(amount) ? amount : null;
+}
+
+/** The signed time (unix seconds) after which the authorization cannot settle: EIP-3009's `validBefore`, Permit2's `deadline`. */
+export function signedDeadlineOf(payload: PaymentPayloadLike): number | null {
+  const authorization = authorizationOf(payload);
+  const deadline = authorization?.validBefore ?? authorization?.deadline;
+  return typeof deadline === 'string' && UINT.test(deadline) && deadline.length <= 15 ? Number(deadline) : null;
+}
+
 /** The client's payment-identifier (the `payment-identifier` extension's `info.id`), when valid. */
 export function paymentIdentifierOf(payload: PaymentPayloadLike): string | null {
   const extension = payload.extensions?.['payment-identifier'];
@@ -120,10 +143,17 @@ export function idempotencyKeyOf(network: string, payer: string, id: string | nu
 
 /**
  * Reads a payment for Vouch. `requirements` are the server's (the payTo, asset and network the
- * payment must match); the amount is the payer's signed `accepted.amount`, the same in every hook
- * of the payment — for `upto`, the maximum, whatever is settled later.
+ * payment must match); the amount is the one the payer signed (`signedAmountOf`), the same in
+ * every hook of the payment — for `upto`, the maximum, whatever is settled later. A payload whose
+ * `accepted.amount` says otherwise is refused: Vouch would judge one amount while another moves.
+ * The hold lasts `maxTimeoutSeconds` plus a margin; an authorization whose signed deadline
+ * (`signedDeadlineOf`) is later than that from `now` is refused, as it could outlive its hold.
  */
-export function describePayment(payload: PaymentPayloadLike, requirements: RequirementsLike): Described {
+export function describePayment(
+  payload: PaymentPayloadLike,
+  requirements: RequirementsLike,
+  now: Date = new Date(),
+): Described {
   const refuse = (message: string): Described => ({ ok: false, reason: 'vouch_unsupported_payment', message });
   if (payload.x402Version !== 2 || !payload.accepted) return refuse('only x402 v2 payloads are checked with Vouch');
   const { network, payTo, asset: token, scheme } = requirements;
@@ -134,11 +164,24 @@ export function describePayment(payload: PaymentPayloadLike, requirements: Requi
   if (!payer) return refuse('the payload names no EVM payer (EIP-3009 or Permit2 authorization)');
   const nonce = nonceOf(payload);
   if (!nonce) return refuse('the payload carries no authorization nonce');
-  const amount = payload.accepted.amount;
-  if (typeof amount !== 'string' || !UINT.test(amount) || BigInt(amount) === 0n || BigInt(amount) > MAX_UINT256)
-    return refuse(`the amount is not a positive integer of atomic units: ${String(amount)}`);
+  const amount = signedAmountOf(payload);
+  if (amount === null || BigInt(amount) === 0n || BigInt(amount) > MAX_UINT256)
+    return refuse(`the signed amount is not a positive integer of atomic units: ${String(amount)}`);
+  if (payload.accepted.amount !== amount)
+    return refuse(
+      `the payload accepts ${String(payload.accepted.amount)} but its authorization is signed for ${amount}`,
+    );
+  // The hold's length is part of the decision's body, which must be the same in every hook of the
+  // payment (one idempotency key): it comes from the requirements, not from the clock.
   const timeout = Number.isInteger(requirements.maxTimeoutSeconds) ? requirements.maxTimeoutSeconds : 0;
   const holdSeconds = Math.min(MAX_HOLD_SECONDS, Math.max(1, timeout) + HOLD_MARGIN_SECONDS);
+  // An authorization that could still settle after its hold is gone would move money uncounted.
+  const deadline = signedDeadlineOf(payload);
+  if (deadline !== null && deadline > Math.floor(now.getTime() / 1000) + holdSeconds)
+    return refuse(
+      `the authorization can settle until ${deadline}, after the ${holdSeconds} s hold Vouch makes for it ` +
+        '(maxTimeoutSeconds + 60 s): sign it for at most maxTimeoutSeconds',
+    );
   const resource = typeof payload.resource?.url === 'string' ? payload.resource.url.slice(0, 2048) : null;
   return {
     ok: true,
