@@ -44,6 +44,13 @@ describe('ERC-8004 without a chain', () => {
     expect(await sql`SELECT 1 FROM erc8004_exports`.execute(t.database.db).then((r) => r.rows.length)).toBe(0);
   });
 
+  it('stands an agent for the lowest agent id among those with its wallet, compared as numbers', async () => {
+    const agent = await createAgent(t.app);
+    await indexedIdentity(agent, 10);
+    await indexedIdentity(agent, 9);
+    expect((await get(t.app, `/api/agents/${agent}`)).json().data.erc8004).toMatchObject({ agentId: '9' });
+  });
+
   it('prepares the giveFeedback call and serves the file at feedbackURI, byte for byte', async () => {
     const agent = await createAgent(t.app);
     await post(t.app, `/api/agents/${agent}/score`, { score: 720, reason: '0x' });

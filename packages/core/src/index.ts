@@ -16,6 +16,7 @@ export {
   type ReadCache,
 } from './cache/read-cache.ts';
 export { type ChecksJobs, createChecksJobs } from './checks/checks.service.ts';
+export { createErc8004Service, type Erc8004Options } from './erc8004/erc8004.service.ts';
 export {
   agentEventCtes,
   type EventMeta,

@@ -237,7 +237,7 @@ export interface IdentityRow {
   agent_wallet: string | null;
 }
 
-/** Identities on the chain whose wallet or owner is one of these addresses. */
+/** Identities on the chain whose wallet or owner is one of these addresses, by agent id (as a number, not text: 9 before 10). */
 export async function identitiesFor(
   db: Executor,
   v: { chainId: string; registry: string; addresses: string[] },
@@ -247,7 +247,7 @@ export async function identitiesFor(
     FROM erc8004_identities
     WHERE chain_id = ${v.chainId} AND registry = ${v.registry}
       AND (agent_wallet = ANY(${v.addresses}::text[]) OR owner = ANY(${v.addresses}::text[]))
-    ORDER BY agent_id`.execute(db);
+    ORDER BY erc8004_identities.agent_id`.execute(db);
   return rows.rows;
 }
 

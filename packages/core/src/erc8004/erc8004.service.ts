@@ -447,6 +447,14 @@ export function createErc8004Service({ db, clock, audit, chain, options, onAgent
             const last = next + options.blockRange - 1n < safe ? next + options.blockRange - 1n : safe;
             const logs = await chain.logs([registry.address], next, last);
             const lastHash = await chain.blockHash(last);
+            // A block at or below the confirmed head the node does not know (a node behind the
+            // one that gave the head, behind a load balancer) may have returned too few logs, and
+            // a cursor without its hash could not see a reorganization: nothing is applied.
+            if (lastHash === null) {
+              throw new ChainUnavailableError(
+                `the node does not know block ${last}, at or below the confirmed head ${safe}: it is behind; the range waits`,
+              );
+            }
             const from = cursor.next_block;
             const applied = await db.transaction().execute(async (trx) => {
               const locked = await repo.lockCursor(trx, chainId as number, registry.address);
