@@ -1,4 +1,4 @@
-export type { Insertable, Kysely, Selectable, Transaction } from 'kysely';
+export type { Insertable, Kysely, KyselyPlugin, Selectable, Transaction } from 'kysely';
 export { type RawBuilder, sql } from 'kysely';
 export {
   createDatabase,

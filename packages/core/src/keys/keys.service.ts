@@ -52,11 +52,16 @@ export function createKeysService({ db, clock, audit, cacheMs = 5000, touchEvery
   // Hash → row (or null for an unknown hash) and when it was read.
   const cache = new Map<string, { row: repo.ApiKeyRow | null; at: number }>();
   const touched = new Map<string, number>();
+  // Revocations made by this process: a read begun before one is answered but not kept, or a
+  // lookup racing a revocation would put the key back, active, after the revocation dropped it.
+  let revocations = 0;
 
   async function lookup(hash: string): Promise<repo.ApiKeyRow | null> {
     const hit = cache.get(hash);
     if (hit && Date.now() - hit.at < cacheMs) return hit.row;
+    const before = revocations;
     const row = (await repo.findKeyByHash(db, hash)) ?? null;
+    if (before !== revocations) return row;
     if (cache.size >= CACHE_LIMIT) cache.clear();
     cache.set(hash, { row, at: Date.now() });
     return row;
@@ -146,6 +151,7 @@ export function createKeysService({ db, clock, audit, cacheMs = 5000, touchEvery
         return found;
       });
       if (!found) throw new NotFoundError(`no API key ${id}`);
+      revocations++;
       cache.delete(found.row.key_hash);
       return toApiKey(found.row, now);
     },
