@@ -284,6 +284,21 @@ describe('the audit log', () => {
     expect(theirs.every((e: { organizationId: string }) => e.organizationId === 'globex')).toBe(true);
   });
 
+  it('records the operator’s change of an organization’s agent in that organization’s log', async () => {
+    const agent = await register(acme);
+    const owner = randomAddress();
+    expect((await call(ADMIN, 'POST', `/api/agents/${agent}/owner`, { owner })).statusCode).toBe(200);
+    expect((await call(ADMIN, 'POST', `/api/agents/${agent}/score`, { score: 640, reason: '0x01' })).statusCode).toBe(
+      200,
+    );
+    const entries = auditList.parse((await call(acme, 'GET', `/api/audit?target=${agent}`)).json().data).entries;
+    expect(entries.map((e) => [e.action, e.actor, e.organizationId])).toEqual([
+      ['score.set', 'admin', 'acme'],
+      ['agent.owner_changed', 'admin', 'acme'],
+      ['agent.registered', 'key', 'acme'],
+    ]);
+  });
+
   it('exports the chain as JSON lines whose hashes anyone can check with sha256', async () => {
     const res = await call(acme, 'GET', '/api/audit/export');
     expect(res.statusCode).toBe(200);

@@ -109,6 +109,13 @@ export function createAgentsService({
   }
 
   /** A registered agent the actor's organization may change. */
+  /**
+   * The actor as the agent's owner organization logs it: the operator changing another
+   * organization's agent is recorded in that organization's log, which is where its owner looks.
+   */
+  const inOwnersLog = (actor: Actor, row: AgentRow): Actor =>
+    row.organization_id === null ? actor : { ...actor, organizationId: row.organization_id };
+
   async function requireOwned(actor: Actor, address: string, executor: Kysely<DB> = db): Promise<AgentRow> {
     const row = await requireKnown(address, executor);
     if (!row.is_registered) throw new AgentNotRegisteredError(address);
@@ -176,7 +183,14 @@ export function createAgentsService({
         const row = await requireOwned(actor, address, trx);
         const changed = await repo.changeOwner(trx, address, owner, now);
         if (changed)
-          await audit.append(trx, actor, 'agent.owner_changed', address, { from: row.owner, to: owner }, now);
+          await audit.append(
+            trx,
+            inOwnersLog(actor, row),
+            'agent.owner_changed',
+            address,
+            { from: row.owner, to: owner },
+            now,
+          );
         return changed;
       });
       if (changed) {
@@ -192,7 +206,7 @@ export function createAgentsService({
     async setScore(actor: Actor, address: string, input: SetScoreInput) {
       const now = clock();
       const written = await db.transaction().execute(async (trx) => {
-        await requireOwned(actor, address, trx);
+        const row = await requireOwned(actor, address, trx);
         const written = await repo.writeScore(trx, {
           address,
           score: input.score,
@@ -206,7 +220,7 @@ export function createAgentsService({
         if (!written) throw new Error(`score write for ${address} matched no row`);
         await audit.append(
           trx,
-          actor,
+          inOwnersLog(actor, row),
           'score.set',
           address,
           { previousScore: written.old_score, score: written.new_score, reason: input.reason },
