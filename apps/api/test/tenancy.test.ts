@@ -171,6 +171,24 @@ describe('agents are global, budgets are each organization’s own', () => {
     );
   });
 
+  it('only the owner organization’s spends count in the shared score’s budget compliance', async () => {
+    const agent = await register(acme);
+    const compliance = async () =>
+      (await call(globex, 'GET', `/api/scores/${agent}`)).json().data.factors.budgetCompliance.value;
+    const limits = { dailyLimit: '100', monthlyLimit: '100', perTxLimit: '2' };
+    // Another organization's refused spends are its own business, not the agent's reputation.
+    expect((await call(globex, 'POST', `/api/budgets/${agent}/set`, limits)).statusCode).toBe(200);
+    for (let i = 0; i < 3; i++) {
+      expect((await call(globex, 'POST', `/api/budgets/${agent}/spend`, { amount: '5' })).statusCode).toBe(422);
+    }
+    expect(await compliance()).toBe(1);
+    // The owner's count: one accepted, one refused.
+    expect((await call(acme, 'POST', `/api/budgets/${agent}/set`, limits)).statusCode).toBe(200);
+    expect((await call(acme, 'POST', `/api/budgets/${agent}/spend`, { amount: '1' })).statusCode).toBe(200);
+    expect((await call(acme, 'POST', `/api/budgets/${agent}/spend`, { amount: '5' })).statusCode).toBe(422);
+    expect(await compliance()).toBe(0.5);
+  });
+
   it('two organizations hold different budgets for the same agent and spend them apart', async () => {
     const agent = await register(acme);
     expect(

@@ -68,8 +68,11 @@ export async function modelInputs(
       FROM transactions WHERE agent = ANY(${addresses}::text[]) GROUP BY agent
     ) t ON t.agent = a.address
     LEFT JOIN (
-      SELECT agent, count(*)::int AS spend_attempts, (count(*) FILTER (WHERE accepted))::int AS spends_within
-      FROM spends WHERE agent = ANY(${addresses}::text[]) AND created_at >= ${since} GROUP BY agent
+      -- The owner organization's spends only: the score is everyone's, and only its owner shapes
+      -- it (docs/tenancy.md); another organization's refused spends would lower it for all.
+      SELECT sp.agent, count(*)::int AS spend_attempts, (count(*) FILTER (WHERE sp.accepted))::int AS spends_within
+      FROM spends sp JOIN agents o ON o.address = sp.agent AND o.organization_id = sp.organization_id
+      WHERE sp.agent = ANY(${addresses}::text[]) AND sp.created_at >= ${since} GROUP BY sp.agent
     ) s ON s.agent = a.address
     WHERE a.address = ANY(${addresses}::text[])`.execute(db);
   return result.rows;
