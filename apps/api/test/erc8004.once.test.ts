@@ -185,6 +185,26 @@ describe('the ERC-8004 indexer', () => {
     expect(compute.json().data.score).toBe(894);
   });
 
+  it('counts one client once: its latest rating, the earlier ones superseded', async () => {
+    const before = (await breakdownOf(account(1))).erc8004;
+    // The client Vouch knows (standing 800) reviews the agent twice more, lower each time.
+    await registries.giveFeedback(account(3), 0n, { value: 10n, tag1: 'starred' });
+    await registries.giveFeedback(account(3), 0n, { value: 20n, tag1: 'starred' });
+    await indexConfirmed();
+    await indexConfirmed();
+    const after = (await breakdownOf(account(1))).erc8004;
+    expect(after.feedback.counted).toBe(before.feedback.counted);
+    expect(after.feedback.superseded).toBe(before.feedback.superseded + 2);
+    expect(after.entries.filter((e) => e.client === account(3)).map((e) => [e.value, e.verdict, e.weight])).toEqual([
+      ['20', 'counted', 0.8],
+      ['10', 'superseded', 0],
+      ['95', 'superseded', 0],
+    ]);
+    // Its voice weighs as before, and its latest rating (20, not 95) pulls the mean down.
+    expect(after.weight).toBe(before.weight);
+    expect(after.rating).toBeLessThan(before.rating as number);
+  });
+
   it('counts feedback from the wallet of another identity of the same owner as self-related', async () => {
     // The registry refuses the owner's own review, not one from the wallet of the owner's other agent.
     const sibling = await registries.register(account(2), 'https://agents.example/2b.json');

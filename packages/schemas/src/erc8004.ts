@@ -20,7 +20,7 @@ const indexStatus = z.enum(['not_configured', 'not_indexed', 'current', 'behind'
     'current: indexed up to head less ERC8004_CONFIRMATIONS; behind: still catching up; unavailable: the last run failed or is too old; not_indexed: never ran through; not_configured: no CHAIN_RPC_URL',
 });
 
-const verdict = z.enum(['counted', 'revoked', 'not_a_rating', 'self_related', 'sanctioned_client']);
+const verdict = z.enum(['counted', 'revoked', 'not_a_rating', 'self_related', 'sanctioned_client', 'superseded']);
 
 /** What the indexed feedback says about the agent, and what it does to the score. */
 export const erc8004Evidence = z
@@ -39,6 +39,10 @@ export const erc8004Evidence = z
       notARating: z.number().int(),
       selfRelated: z.number().int(),
       sanctionedClients: z.number().int(),
+      superseded: z
+        .number()
+        .int()
+        .meta({ description: "Ratings a later one of the same client's replaced: each client counts once" }),
       unknownClients: z.number().int(),
       paymentBacked: z.number().int(),
     }),

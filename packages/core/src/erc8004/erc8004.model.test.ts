@@ -2,6 +2,7 @@ import { describe, expect, it } from 'vitest';
 import {
   adjustmentOf,
   type FeedbackFacts,
+  latestPerClient,
   proofOfPaymentIn,
   walletOf,
   weigh,
@@ -59,6 +60,25 @@ describe('ERC-8004 feedback weights', () => {
     const a = adjustmentOf(five, 'current');
     expect(withAdjustment(950, a, false)).toBe(1000);
     expect(withAdjustment(950, a, true)).toBe(950);
+  });
+
+  it('counts one client once: its latest counted rating; earlier ones are superseded, others untouched', () => {
+    const counted = (weight: number) => ({ verdict: 'counted' as const, rating: 90, weight });
+    const revoked = { verdict: 'revoked' as const, rating: 90, weight: 0 };
+    const out = latestPerClient([
+      { client: 'a', feedbackIndex: '2', weighed: counted(0.1) },
+      { client: 'a', feedbackIndex: '10', weighed: counted(0.1) },
+      { client: 'a', feedbackIndex: '11', weighed: revoked },
+      { client: 'b', feedbackIndex: '1', weighed: counted(0.5) },
+      { client: 'a', feedbackIndex: '9', weighed: counted(0.1) },
+    ]);
+    expect(out.map((w) => [w.verdict, w.weight])).toEqual([
+      ['superseded', 0],
+      ['counted', 0.1], // 10 is the latest that counts (11 was revoked), compared as numbers
+      ['revoked', 0],
+      ['counted', 0.5],
+      ['superseded', 0],
+    ]);
   });
 
   it('reads agentWallet metadata and a proofOfPayment', () => {

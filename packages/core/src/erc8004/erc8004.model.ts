@@ -26,6 +26,7 @@ export const emptyFeedbackCounts = () => ({
   notARating: 0,
   selfRelated: 0,
   sanctionedClients: 0,
+  superseded: 0,
   unknownClients: 0,
   paymentBacked: 0,
 });
@@ -60,7 +61,13 @@ export interface FeedbackFacts {
   paymentBacked: boolean;
 }
 
-export type FeedbackVerdict = 'counted' | 'revoked' | 'not_a_rating' | 'self_related' | 'sanctioned_client';
+export type FeedbackVerdict =
+  | 'counted'
+  | 'revoked'
+  | 'not_a_rating'
+  | 'self_related'
+  | 'sanctioned_client'
+  | 'superseded';
 
 export interface WeighedFeedback {
   verdict: FeedbackVerdict;
@@ -89,6 +96,28 @@ export function weigh(f: FeedbackFacts): WeighedFeedback {
 }
 
 const round3 = (x: number) => Math.round(x * 1000) / 1000;
+
+/**
+ * One client, one voice: of the ratings one client gave an agent that would count, only its
+ * latest (the highest feedbackIndex) does; the earlier ones are `superseded`, weight 0. Otherwise
+ * one wallet repeating a review fifty times would weigh as fifty clients.
+ */
+export function latestPerClient(
+  items: ReadonlyArray<{ client: string; feedbackIndex: string; weighed: WeighedFeedback }>,
+): WeighedFeedback[] {
+  const latest = new Map<string, bigint>();
+  for (const { client, feedbackIndex, weighed } of items) {
+    if (weighed.verdict !== 'counted') continue;
+    const index = BigInt(feedbackIndex);
+    const seen = latest.get(client);
+    if (seen === undefined || index > seen) latest.set(client, index);
+  }
+  return items.map(({ client, feedbackIndex, weighed }) =>
+    weighed.verdict === 'counted' && BigInt(feedbackIndex) !== latest.get(client)
+      ? { verdict: 'superseded', rating: weighed.rating, weight: 0 }
+      : weighed,
+  );
+}
 
 export interface Adjustment {
   /** Points added to the model's score (negative: taken away); 0 without counted feedback. */

@@ -24,8 +24,10 @@ import {
   type FeedbackFacts,
   type FeedbackVerdict,
   type IndexStatus,
+  latestPerClient,
   proofOfPaymentIn,
   SCORE_MODEL_VERSION,
+  type WeighedFeedback,
   walletOf,
   weigh,
 } from './erc8004.model.ts';
@@ -534,13 +536,14 @@ export function createErc8004Service({ db, clock, audit, chain, options, onAgent
         const identity = resolved.get(address) ?? null;
         const counts = emptyFeedbackCounts();
         const entries: FeedbackEntry[] = [];
-        const weighed = [];
+        const weighed: WeighedFeedback[] = [];
         if (identity) {
           const vouchOwner = owners.get(address) ?? null;
           const related = new Set(
             [address, identity.owner, identity.agent_wallet, vouchOwner].filter((a): a is string => !!a),
           );
-          for (const row of rows.filter((r) => r.agent_id === identity.agent_id)) {
+          const own = rows.filter((r) => r.agent_id === identity.agent_id);
+          const facts = own.map((row) => {
             const proof = row.proof_of_payment;
             const paymentBacked =
               row.payment_recorded &&
@@ -548,7 +551,7 @@ export function createErc8004Service({ db, clock, audit, chain, options, onAgent
               (proof.fromAddress === null || proof.fromAddress === row.client) &&
               proof.toAddress !== null &&
               related.has(proof.toAddress);
-            const facts: FeedbackFacts = {
+            const f: FeedbackFacts = {
               client: row.client,
               feedbackIndex: row.feedback_index,
               value: row.value,
@@ -566,7 +569,13 @@ export function createErc8004Service({ db, clock, audit, chain, options, onAgent
                 (row.client_owner !== null && related.has(row.client_owner)),
               paymentBacked,
             };
-            const w = weigh(facts);
+            return { row, paymentBacked, proof, weighed: weigh(f) };
+          });
+          const verdicts = latestPerClient(
+            facts.map((x) => ({ client: x.row.client, feedbackIndex: x.row.feedback_index, weighed: x.weighed })),
+          );
+          facts.forEach(({ row, paymentBacked, proof }, i) => {
+            const w = verdicts[i] as WeighedFeedback;
             weighed.push(w);
             counts.total++;
             if (w.verdict === 'counted') counts.counted++;
@@ -574,6 +583,7 @@ export function createErc8004Service({ db, clock, audit, chain, options, onAgent
             if (w.verdict === 'not_a_rating') counts.notARating++;
             if (w.verdict === 'self_related') counts.selfRelated++;
             if (w.verdict === 'sanctioned_client') counts.sanctionedClients++;
+            if (w.verdict === 'superseded') counts.superseded++;
             if (w.verdict === 'counted' && row.client_score === null) counts.unknownClients++;
             if (w.verdict === 'counted' && paymentBacked) counts.paymentBacked++;
             entries.push({
@@ -591,7 +601,7 @@ export function createErc8004Service({ db, clock, audit, chain, options, onAgent
               verdict: w.verdict,
               weight: w.weight,
             });
-          }
+          });
         }
         out.set(address, {
           status: state.status,
