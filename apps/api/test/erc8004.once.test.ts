@@ -259,6 +259,24 @@ describe('the ERC-8004 indexer', () => {
     expect(audit.rows[0]?.action).toBe('score.erc8004_feedback');
   });
 
+  it('sends no feedback while the index is not current: the identity may have changed hands', async () => {
+    const exports = async () =>
+      (await sql<{ n: number }>`SELECT count(*)::int AS n FROM erc8004_exports`.execute(t.database.db)).rows[0]?.n;
+    const before = await exports();
+    await sql`UPDATE erc8004_cursors SET last_error = 'a run failed', last_error_at = now() + interval '1 second'`.execute(
+      t.database.db,
+    );
+    try {
+      const res = await post(t.app, `/api/agents/${account(1)}/erc8004/feedback`, {});
+      expect(res.statusCode, res.body).toBe(503);
+      expect(res.json().error.message).toMatch(/the ERC-8004 index is unavailable .*feedback is not sent/);
+      expect(await exports()).toBe(before);
+    } finally {
+      await indexConfirmed();
+    }
+    expect((await post(t.app, `/api/agents/${account(1)}/erc8004/feedback`, {})).statusCode).toBe(200);
+  });
+
   it('a node that is down fails the run, keeps the cursors, and stops a positive adjustment', async () => {
     const cursors = async () =>
       (

@@ -300,8 +300,8 @@ export function createErc8004Service({ db, clock, audit, chain, options, onAgent
     return pending.length;
   }
 
-  async function indexState(): Promise<IndexState> {
-    const cursors = await repo.currentCursors(db, [options.identityRegistry, options.reputationRegistry]);
+  async function indexState(executor: Kysely<DB> = db): Promise<IndexState> {
+    const cursors = await repo.currentCursors(executor, [options.identityRegistry, options.reputationRegistry]);
     const none = { chainId: null, indexedToBlock: null, headBlock: null, checkedAt: null };
     if (!chain) {
       return {
@@ -694,7 +694,23 @@ export function createErc8004Service({ db, clock, audit, chain, options, onAgent
       let txHash: string | null = null;
       if (signer && options.signerKey) {
         if (!chain) throw new ServiceUnavailableError('no chain is configured to send the feedback to');
+        // Sent only to the identity as the chain has it now: from an index that is current (one
+        // behind or failing may not have seen the identity change hands), through a node on the
+        // identity's chain (one on another chain would take the transaction, and this agent id,
+        // there).
+        const state = await indexState(scope);
+        if (state.status !== 'current') {
+          throw new ServiceUnavailableError(
+            `the ERC-8004 index is ${state.status} (${state.detail}): feedback is not sent while the identity cannot be confirmed`,
+          );
+        }
         try {
+          const nodeChain = await chain.chainId();
+          if (nodeChain !== identity.chainId) {
+            throw new ServiceUnavailableError(
+              `the node at CHAIN_RPC_URL is on chain ${nodeChain}, the identity on chain ${identity.chainId}: nothing is sent`,
+            );
+          }
           txHash = await chain.send(options.signerKey, options.reputationRegistry, data);
         } catch (error) {
           if (error instanceof ChainCallRevertedError) {
