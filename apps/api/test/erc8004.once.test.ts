@@ -14,7 +14,7 @@ import {
 } from '@vouch/testkit';
 import { type Address, type Hex, keccak256, toBytes, verifyMessage } from 'viem';
 import { mnemonicToAccount, privateKeyToAccount } from 'viem/accounts';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 
 // The ERC-8004 indexer, the score's feedback evidence and the feedback export against a real
 // node (anvil) with Identity and Reputation registries compiled by solc in this test.
@@ -71,6 +71,13 @@ async function indexConfirmed() {
 }
 const breakdownOf = async (address: string) =>
   successEnvelope(scoreBreakdown).parse((await get(t.app, `/api/scores/${address}`)).json()).data;
+/** Scores the agent now (no indexer run under way), so that what it stores is what the breakdown says. */
+async function rescore(address: string) {
+  const res = await post(t.app, '/api/scores/recompute', { agents: [address] });
+  expect(res.statusCode, res.body).toBe(200);
+}
+/** The score stored for the agent: what decisions and `GET /api/agents` read. */
+const storedScore = async (address: string) => (await get(t.app, `/api/agents/${address}`)).json().data.score as number;
 const feedbackRows = async () =>
   (await sql<{ n: number }>`SELECT count(*)::int AS n FROM erc8004_feedback`.execute(t.database.db)).rows[0]?.n;
 
@@ -277,6 +284,23 @@ describe('the ERC-8004 indexer', () => {
     expect((await post(t.app, `/api/agents/${account(1)}/erc8004/feedback`, {})).statusCode).toBe(200);
   });
 
+  it('takes an identity’s adjustment from the agent it is transferred away from', async () => {
+    await rescore(account(1));
+    const before = await breakdownOf(account(1));
+    expect(before.erc8004.adjustment).toBeGreaterThan(0);
+    expect(await storedScore(account(1))).toBe(before.score);
+    // The transfer clears the identity's wallet too: account 1 stands for no identity any more.
+    await registries.transfer(account(1), account(5), 0n);
+    await indexConfirmed();
+    const after = await breakdownOf(account(1));
+    expect(after.erc8004.identity).toBeNull();
+    await expect.poll(() => storedScore(account(1)), { timeout: 10_000 }).toBe(after.modelScore);
+    // Its new owner, an agent Vouch knows, stands for it now.
+    const gained = await breakdownOf(account(5));
+    expect(gained.erc8004.identity?.agentId).toBe('0');
+    await expect.poll(() => storedScore(account(5)), { timeout: 10_000 }).toBe(gained.score);
+  });
+
   it('a node that is down fails the run, keeps the cursors, and stops a positive adjustment', async () => {
     const cursors = async () =>
       (
@@ -284,16 +308,29 @@ describe('the ERC-8004 indexer', () => {
           n: string;
         }>`SELECT string_agg(next_block::text, ',' ORDER BY registry) AS n FROM erc8004_cursors`.execute(t.database.db)
       ).rows[0]?.n;
+    // The client of standing 800 now rates the identity (account 5's since the transfer) 100.
+    await registries.giveFeedback(account(3), 0n, { value: 100n, tag1: 'starred' });
+    await indexConfirmed();
+    await rescore(account(5));
     const before = await cursors();
+    const holder = await breakdownOf(account(5));
+    expect(holder.erc8004.adjustment).toBeGreaterThan(0);
+    expect(await storedScore(account(5))).toBe(holder.score);
+    const refreshed = vi.spyOn(t.services.scoring, 'refresh');
     await chain.close();
     await expect(t.services.erc8004.index()).rejects.toThrow(/chain read failed/);
     expect(await cursors()).toBe(before);
+    // The stored score, which decisions read, loses the positive adjustment too: the run that
+    // failed asked for the agents that stand for rated identities to be scored again.
+    expect(refreshed.mock.calls.map(([agent]) => agent)).toContain(account(5));
+    refreshed.mockRestore();
+    await expect.poll(() => storedScore(account(5)), { timeout: 10_000 }).toBe(holder.modelScore);
     const b = await breakdownOf(account(1));
     expect(b.erc8004.status).toBe('unavailable');
     expect(b.erc8004.applied).toBe(false);
     expect(b.score).toBe(b.modelScore);
     // Sending feedback needs the node: a fast 503, nothing stored.
-    const res = await post(t.app, `/api/agents/${account(1)}/erc8004/feedback`, {});
+    const res = await post(t.app, `/api/agents/${wallet.address.toLowerCase()}/erc8004/feedback`, {});
     expect(res.statusCode, res.body).toBe(503);
   });
 });

@@ -93,6 +93,14 @@ interface IdentityKey {
 }
 
 /** Transfer: a mint creates the identity, a transfer changes its owner (the agentWallet is cleared by its own event). */
+/** The addresses an identity stands for now (its owner and its wallet), before an event changes them. */
+export async function identityHolders(trx: Executor, v: Omit<IdentityKey, 'block'>): Promise<string[]> {
+  const { rows } = await sql<{ owner: string | null; agent_wallet: string | null }>`
+    SELECT owner, agent_wallet FROM erc8004_identities
+    WHERE chain_id = ${v.chainId} AND registry = ${v.registry} AND agent_id = ${v.agentId}`.execute(trx);
+  return rows.flatMap((r) => [r.owner, r.agent_wallet]).filter((a): a is string => a !== null);
+}
+
 export async function identityOwner(trx: Executor, v: IdentityKey & { owner: string; minted: boolean }): Promise<void> {
   await sql`
     INSERT INTO erc8004_identities (chain_id, registry, agent_id, owner, registered_block, updated_block)
@@ -249,6 +257,28 @@ export async function identitiesFor(
       AND (agent_wallet = ANY(${v.addresses}::text[]) OR owner = ANY(${v.addresses}::text[]))
     ORDER BY erc8004_identities.agent_id`.execute(db);
   return rows.rows;
+}
+
+/** Which of these addresses are Vouch agents. */
+export async function knownAgents(db: Executor, addresses: string[]): Promise<string[]> {
+  if (addresses.length === 0) return [];
+  const { rows } = await sql<{ address: string }>`
+    SELECT address FROM agents WHERE address = ANY(${addresses}::text[])`.execute(db);
+  return rows.map((r) => r.address);
+}
+
+/**
+ * The Vouch agents that stand for an identity with feedback on the chain: those whose score may
+ * hold a positive adjustment, which a failing index no longer vouches for.
+ */
+export async function agentsWithFeedback(db: Executor, v: { identityRegistry: string; reputationRegistry: string }) {
+  const { rows } = await sql<{ address: string }>`
+    SELECT DISTINCT a.address FROM erc8004_identities i
+    JOIN agents a ON a.address = i.agent_wallet OR a.address = i.owner
+    WHERE i.registry = ${v.identityRegistry} AND EXISTS (
+      SELECT 1 FROM erc8004_feedback f
+      WHERE f.chain_id = i.chain_id AND f.registry = ${v.reputationRegistry} AND f.agent_id = i.agent_id)`.execute(db);
+  return rows.map((r) => r.address);
 }
 
 /** The Vouch agents an identity may stand for (its wallet or its owner): their scores change with it. */

@@ -154,7 +154,17 @@ export function createErc8004Service({ db, clock, audit, chain, options, onAgent
   ];
   const signer = options.signerKey ? privateKeyToAccount(options.signerKey) : null;
 
-  async function applyIdentityLogs(trx: Transaction<DB>, chainId: number, logs: ChainLog[], touched: Set<string>) {
+  /**
+   * Applies a range of the Identity Registry's events. `touched` gets each identity that changed,
+   * and `former` the addresses a transfer or a new wallet took it from: their scores lose it.
+   */
+  async function applyIdentityLogs(
+    trx: Transaction<DB>,
+    chainId: number,
+    logs: ChainLog[],
+    touched: Set<string>,
+    former: Set<string>,
+  ) {
     let events = 0;
     for (const log of logs) {
       // Another event of the registry (approvals, ERC-4906 updates) decodes to nothing.
@@ -165,6 +175,7 @@ export function createErc8004Service({ db, clock, audit, chain, options, onAgent
         case 'Transfer': {
           const { from, to, tokenId } = event.args;
           const agentId = tokenId.toString();
+          for (const a of await repo.identityHolders(trx, { ...key, agentId })) former.add(a);
           await repo.identityOwner(trx, { ...key, agentId, owner: to.toLowerCase(), minted: BigInt(from) === 0n });
           touched.add(agentId);
           break;
@@ -186,6 +197,7 @@ export function createErc8004Service({ db, clock, audit, chain, options, onAgent
         case 'MetadataSet': {
           if (event.args.metadataKey !== 'agentWallet') break;
           const agentId = event.args.agentId.toString();
+          for (const a of await repo.identityHolders(trx, { ...key, agentId })) former.add(a);
           await repo.identityWallet(trx, { ...key, agentId, wallet: walletOf(event.args.metadataValue) });
           touched.add(agentId);
           break;
@@ -417,6 +429,7 @@ export function createErc8004Service({ db, clock, audit, chain, options, onAgent
         const head = await chain.blockNumber();
         const safe = head - options.confirmations;
         const touched = new Set<string>();
+        const former = new Set<string>();
         let ranges = 0;
         let events = 0;
         let caughtUp = true;
@@ -463,7 +476,7 @@ export function createErc8004Service({ db, clock, audit, chain, options, onAgent
               if (!locked || locked.next_block !== from) return null;
               const n =
                 registry.kind === 'identity'
-                  ? await applyIdentityLogs(trx, chainId as number, logs, touched)
+                  ? await applyIdentityLogs(trx, chainId as number, logs, touched, former)
                   : await applyReputationLogs(trx, chainId as number, logs, touched);
               await repo.advanceCursor(trx, {
                 ...cursorKey,
@@ -485,17 +498,23 @@ export function createErc8004Service({ db, clock, audit, chain, options, onAgent
           }
         }
         const files = await readFiles(touched);
-        if (touched.size) {
-          const agents = await repo.agentsOfIdentities(db, {
-            chainId,
-            registry: options.identityRegistry,
-            agentIds: [...touched],
-          });
-          if (agents.length) onAgentsChanged?.(agents);
+        if (touched.size || former.size) {
+          const agents = new Set([
+            ...(await repo.agentsOfIdentities(db, {
+              chainId,
+              registry: options.identityRegistry,
+              agentIds: [...touched],
+            })),
+            ...(await repo.knownAgents(db, [...former])),
+          ]);
+          if (agents.size) onAgentsChanged?.([...agents]);
         }
         return { chainId, ranges, events, files, caughtUp };
       } catch (error) {
         const message = error instanceof Error ? error.message : String(error);
+        // The index stops vouching: scores that hold a positive adjustment are refreshed without
+        // it (fails closed), once, as the index goes from current to failing.
+        const wasCurrent = (await indexState().catch(() => null))?.status === 'current';
         await repo
           .cursorFailed(db, {
             registries: registries.map((r) => r.address),
@@ -504,6 +523,10 @@ export function createErc8004Service({ db, clock, audit, chain, options, onAgent
             ...(chainId !== undefined && { chainId }),
           })
           .catch(() => {});
+        if (wasCurrent) {
+          const holders = await repo.agentsWithFeedback(db, options).catch(() => []);
+          if (holders.length) onAgentsChanged?.(holders);
+        }
         throw error;
       }
     },
