@@ -12,14 +12,23 @@ afterAll(() => database.close());
 const IDENTITY = '0x8004a169fb4a3325136eb29fa0ceb6d2e539a432';
 const REPUTATION = '0x8004baa17c55a88189ae136b182e5fda19de9b63';
 
-/** A node at block 100 that has no hash for `unknown` (it lags the node that gave the head). */
-function laggingNode(unknown: bigint): ChainReader {
+const hashOf = (n: bigint) => `0x${n.toString(16).padStart(64, '0')}`;
+
+/** A scripted node: its head, the blocks it has no hash for, and what it does when asked for logs. */
+function node(v: {
+  head: () => bigint;
+  unknown?: bigint;
+  onLogs?: (addresses: string[]) => Promise<void>;
+}): ChainReader {
   const none = () => Promise.reject(new Error('not used by the indexer'));
   return {
     chainId: async () => 8453,
-    blockNumber: async () => 100n,
-    blockHash: async (n) => (n === unknown ? null : `0x${n.toString(16).padStart(64, '0')}`),
-    logs: async () => [],
+    blockNumber: async () => v.head(),
+    blockHash: async (n) => (n === v.unknown ? null : hashOf(n)),
+    logs: async (addresses) => {
+      await v.onLogs?.(addresses);
+      return [];
+    },
     hasCode: none,
     owner: none,
     transaction: none,
@@ -27,25 +36,29 @@ function laggingNode(unknown: bigint): ChainReader {
   };
 }
 
+function indexer(chain: ChainReader, registries: { identity: string; reputation: string }) {
+  const clock = () => new Date();
+  return createErc8004Service({
+    db: database.db,
+    clock,
+    audit: createAuditService({ db: database.db, clock }),
+    chain,
+    options: {
+      identityRegistry: registries.identity,
+      reputationRegistry: registries.reputation,
+      startBlock: 0n,
+      confirmations: 2n,
+      blockRange: 10n,
+      intervalMs: 60_000,
+      feedbackFetch: 'off',
+      fetchTimeoutMs: 1000,
+    },
+  });
+}
+
 describe('the ERC-8004 indexer', () => {
   it('applies no range whose last block the node does not know, and keeps the cursor before it', async () => {
-    const clock = () => new Date();
-    const erc8004 = createErc8004Service({
-      db: database.db,
-      clock,
-      audit: createAuditService({ db: database.db, clock }),
-      chain: laggingNode(39n),
-      options: {
-        identityRegistry: IDENTITY,
-        reputationRegistry: REPUTATION,
-        startBlock: 0n,
-        confirmations: 2n,
-        blockRange: 10n,
-        intervalMs: 60_000,
-        feedbackFetch: 'off',
-        fetchTimeoutMs: 1000,
-      },
-    });
+    const erc8004 = indexer(node({ head: () => 100n, unknown: 39n }), { identity: IDENTITY, reputation: REPUTATION });
     await expect(erc8004.index()).rejects.toThrow(/does not know block 39, at or below the confirmed head 98/);
     const cursors = await sql<{ registry: string; next_block: string; last_block_hash: string | null }>`
       SELECT registry, next_block::text, last_block_hash FROM erc8004_cursors ORDER BY registry`.execute(database.db);
@@ -53,5 +66,38 @@ describe('the ERC-8004 indexer', () => {
     expect(cursors.rows).toEqual([
       { registry: IDENTITY, next_block: '30', last_block_hash: `0x${(29).toString(16).padStart(64, '0')}` },
     ]);
+  });
+
+  it('reads as current in the middle of a run: the new head is published once the run is through', async () => {
+    const registries = { identity: `0x${'1'.repeat(40)}`, reputation: `0x${'2'.repeat(40)}` };
+    let head = 40n;
+    const seen: string[] = [];
+    let probe = false;
+    const someone = `0x${'3'.repeat(40)}`;
+    const erc8004 = indexer(
+      node({
+        head: () => head,
+        onLogs: async (addresses) => {
+          if (probe && addresses[0] === registries.reputation) {
+            seen.push((await erc8004.evidence([someone], false)).get(someone)?.status ?? 'none');
+          }
+        },
+      }),
+      registries,
+    );
+    await erc8004.index();
+    expect((await erc8004.evidence([someone], false)).get(someone)?.status).toBe('current');
+    // The chain moves on; while the run has brought the identity registry up to the new head and
+    // not yet the reputation registry, the index is still current up to the head it had.
+    head = 60n;
+    probe = true;
+    await erc8004.index();
+    expect(seen.length).toBeGreaterThan(0);
+    expect(new Set(seen)).toEqual(new Set(['current']));
+    expect((await erc8004.evidence([someone], false)).get(someone)).toMatchObject({
+      status: 'current',
+      headBlock: '60',
+      indexedToBlock: '58',
+    });
   });
 });

@@ -42,23 +42,33 @@ export async function lockCursor(trx: Executor, chainId: number, registry: strin
 
 export async function advanceCursor(
   trx: Executor,
-  v: { chainId: number; registry: string; nextBlock: bigint; blockHash: string | null; head: bigint; now: Date },
+  v: { chainId: number; registry: string; nextBlock: bigint; blockHash: string | null; now: Date },
 ): Promise<void> {
   await sql`
     UPDATE erc8004_cursors SET next_block = ${v.nextBlock.toString()}, last_block_hash = ${v.blockHash},
-      head_block = ${v.head.toString()}, last_ok_at = ${v.now}, last_error = NULL, last_error_at = NULL, updated_at = ${v.now}
+      last_ok_at = ${v.now}, last_error = NULL, last_error_at = NULL, updated_at = ${v.now}
     WHERE chain_id = ${v.chainId} AND registry = ${v.registry}`.execute(trx);
 }
 
-/** A run that found nothing new: the head it saw and that it succeeded. */
-export async function touchCursor(
+/** A registry with nothing left to index up to the run's head: that it succeeded. */
+export async function touchCursor(db: Executor, v: { chainId: number; registry: string; now: Date }): Promise<void> {
+  await sql`
+    UPDATE erc8004_cursors SET last_ok_at = ${v.now}, last_error = NULL, last_error_at = NULL, updated_at = ${v.now}
+    WHERE chain_id = ${v.chainId} AND registry = ${v.registry}`.execute(db);
+}
+
+/**
+ * The head a run indexed towards, set on every cursor once the run's ranges are done: published
+ * while one registry is caught up to it and the other not yet, it would make the index read as
+ * behind in the middle of every run (and a score computed then lose its positive adjustment).
+ */
+export async function publishHead(
   db: Executor,
-  v: { chainId: number; registry: string; head: bigint; now: Date },
+  v: { chainId: number; registries: string[]; head: bigint; now: Date },
 ): Promise<void> {
   await sql`
-    UPDATE erc8004_cursors SET head_block = ${v.head.toString()}, last_ok_at = ${v.now}, last_error = NULL,
-      last_error_at = NULL, updated_at = ${v.now}
-    WHERE chain_id = ${v.chainId} AND registry = ${v.registry}`.execute(db);
+    UPDATE erc8004_cursors SET head_block = ${v.head.toString()}, updated_at = ${v.now}
+    WHERE chain_id = ${v.chainId} AND registry = ANY(${v.registries}::text[])`.execute(db);
 }
 
 /** A run that failed: the cursor stays where it was. */

@@ -444,7 +444,7 @@ export function createErc8004Service({ db, clock, audit, chain, options, onAgent
           for (;;) {
             const next = BigInt(cursor.next_block);
             if (next > safe) {
-              await repo.touchCursor(db, { ...cursorKey, head, now: clock() });
+              await repo.touchCursor(db, { ...cursorKey, now: clock() });
               break;
             }
             if (Date.now() - started > RUN_BUDGET_MS) {
@@ -482,7 +482,6 @@ export function createErc8004Service({ db, clock, audit, chain, options, onAgent
                 ...cursorKey,
                 nextBlock: last + 1n,
                 blockHash: lastHash,
-                head,
                 now: clock(),
               });
               return n;
@@ -497,6 +496,7 @@ export function createErc8004Service({ db, clock, audit, chain, options, onAgent
             cursor = { ...cursor, next_block: (last + 1n).toString(), last_block_hash: lastHash };
           }
         }
+        await repo.publishHead(db, { chainId, registries: registries.map((r) => r.address), head, now: clock() });
         const files = await readFiles(touched);
         if (touched.size || former.size) {
           const agents = new Set([
