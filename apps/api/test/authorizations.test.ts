@@ -552,7 +552,7 @@ describe.runIf(inject('testDbMode') === 'postgres')('a settled capture racing a 
     const h = await held(agent, { amount: '100', counterparty: shop });
     await listOnActiveSnapshot(t.database.db, shop);
     /** Capture statements of this database waiting for a row lock. */
-    const waiting = () => lockWaiters(t.database.db, '%WITH seen AS%');
+    const waiting = () => lockWaiters(t.database.db, '%seen AS (%');
     // The void's open transaction holds the hold's row: the capture's statement reads it held
     // (screened: COUNTERPARTY_SANCTIONED), then waits, and finds it voided once the void commits.
     const voiding = await holdTransaction(t.database.db, (trx) =>

@@ -10,6 +10,7 @@ import {
   deactivateSanctionsList,
   get,
   listOnActiveSnapshot,
+  lockWaiters,
   post,
   randomAddress,
   recordTx,
@@ -17,7 +18,7 @@ import {
   until,
   withoutSanctionsList,
 } from '@vouch/testkit';
-import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { afterAll, beforeAll, describe, expect, inject, it, vi } from 'vitest';
 
 let t: TestContext;
 beforeAll(async () => {
@@ -826,6 +827,28 @@ describe('holds and approvals', () => {
     expect(await holdsOf(agent)).toEqual([{ id: holdId, status: 'held' }]);
     expect((await get(t.app, `/api/budgets/${agent}`)).json().data.dailyHeld).toBe('400');
   });
+
+  // A lock held open by the test's own transaction: PostgreSQL only.
+  it.runIf(inject('testDbMode') === 'postgres')(
+    'a capture of a grant’s hold takes the grant before the hold, as a redeeming decision does: no deadlock',
+    async () => {
+      const agent = await createAgentWithBudget(t.app, limits);
+      const { approvalId, holdId } = await reviewWithHold(agent, '200');
+      expect((await post(t.app, `/api/approvals/${approvalId}/approve`, {})).statusCode).toBe(200);
+      let capture: ReturnType<typeof post> | undefined;
+      await t.database.db.transaction().execute(async (trx) => {
+        // As a decision redeeming the grant: the approval's row first…
+        await sql`SELECT id FROM approvals WHERE id = ${approvalId}::bigint FOR UPDATE`.execute(trx);
+        capture = post(t.app, `/api/budgets/${agent}/authorizations/${holdId}/capture`, {});
+        await until(async () => (await lockWaiters(t.database.db, '%grant_lock%')) >= 1, 10_000, 20);
+        // …then the hold's, which the waiting capture has not taken.
+        await sql`SELECT id FROM authorizations WHERE id = ${holdId}::bigint FOR UPDATE NOWAIT`.execute(trx);
+      });
+      const captured = await (capture as ReturnType<typeof post>);
+      expect(captured.statusCode, captured.body).toBe(200);
+      expect(captured.json().data.authorization).toMatchObject({ status: 'captured' });
+    },
+  );
 
   it('reserves a new hold when the grant’s hold is voided between the decision’s first read and its redemption', async () => {
     const agent = await createAgentWithBudget(t.app, limits);

@@ -327,11 +327,20 @@ export async function release(db: Executor, v: Release): Promise<Released> {
       seen_amount: string;
     }
   >`
-    WITH seen AS (
+    WITH grant_lock AS MATERIALIZED (
+      -- A capture spends the approved grant whose hold it is (granted, below). Its row is locked
+      -- first, before the hold's: a decision redeeming the grant takes them in that order, as
+      -- approving and denying do, so the two wait for each other instead of deadlocking.
+      SELECT p.id FROM approvals AS p
+      WHERE ${capturing} AND p.organization_id = ${v.organizationId} AND p.status = 'approved'
+        AND p.authorization_id = ${v.id}::bigint
+      FOR UPDATE
+    ), seen AS (
       -- Money moves at the capture: the sanctions screen meets it as it meets a spend (no active
       -- list, or the agent, its owner or the hold's counterparty listed since the hold), and its
       -- answer is this statement's, so the reason given is the one that refused.
-      SELECT h.id, h.status, h.expires_at, h.amount::text AS amount, CASE WHEN ${capturing} THEN ${screeningRefusalSql(v.agent, sql.ref('h.counterparty'))} END AS screening
+      SELECT h.id, h.status, h.expires_at, h.amount::text AS amount, CASE WHEN ${capturing} THEN ${screeningRefusalSql(v.agent, sql.ref('h.counterparty'))} END AS screening,
+        (SELECT count(*) FROM grant_lock) AS grants_locked
       FROM authorizations AS h
       WHERE h.id = ${v.id}::bigint AND h.organization_id = ${v.organizationId} AND h.agent = ${v.agent}
     ), a AS (
