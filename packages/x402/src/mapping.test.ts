@@ -199,10 +199,13 @@ describe('describePayment', () => {
         maxTimeoutSeconds: 10 ** 9,
       }),
     ).toBe(30 * 86_400);
-    // Signed to settle for a day while the hold lasts three minutes: refused.
+    // Signed to settle for a day while the hold lasts three minutes, or for ever: refused.
     expect(described(eip3009Signed({ validBefore: String(nowSeconds + 86_400) }))).toMatch(
       /can settle until \d+, after the 180 s hold/,
     );
+    expect(described(eip3009Signed({ validBefore: (2n ** 256n - 1n).toString() }))).toMatch(/after the 180 s hold/);
+    // No deadline that reads: refused too.
+    expect(described(eip3009Signed({ validBefore: 'soon' }))).toMatch(/no deadline/);
   });
 });
 

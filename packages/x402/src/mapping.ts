@@ -40,7 +40,7 @@ export interface PaymentFacts {
   network: string;
   /** The `Idempotency-Key` of every Vouch call for this payment. */
   idempotencyKey: string;
-  /** How long the hold lives: as long as the signed authorization can still settle, plus a minute. */
+  /** How long the hold lives: the requirements' maxTimeoutSeconds plus a minute (no signed deadline is later). */
   holdSeconds: number;
   /** The paid resource's URL, stored with the decision. */
   resource: string | null;
@@ -116,11 +116,14 @@ export function signedAmountOf(payload: PaymentPayloadLike): string | null {
   return typeof amount === 'string' && UINT.test(amount) ? amount : null;
 }
 
-/** The signed time (unix seconds) after which the authorization cannot settle: EIP-3009's `validBefore`, Permit2's `deadline`. */
-export function signedDeadlineOf(payload: PaymentPayloadLike): number | null {
+/**
+ * The signed time (unix seconds) after which the authorization cannot settle: EIP-3009's
+ * `validBefore`, Permit2's `deadline`; null when there is none that reads as a uint256.
+ */
+export function signedDeadlineOf(payload: PaymentPayloadLike): bigint | null {
   const authorization = authorizationOf(payload);
   const deadline = authorization?.validBefore ?? authorization?.deadline;
-  return typeof deadline === 'string' && UINT.test(deadline) && deadline.length <= 15 ? Number(deadline) : null;
+  return typeof deadline === 'string' && UINT.test(deadline) ? BigInt(deadline) : null;
 }
 
 /** The client's payment-identifier (the `payment-identifier` extension's `info.id`), when valid. */
@@ -175,9 +178,11 @@ export function describePayment(
   // payment (one idempotency key): it comes from the requirements, not from the clock.
   const timeout = Number.isInteger(requirements.maxTimeoutSeconds) ? requirements.maxTimeoutSeconds : 0;
   const holdSeconds = Math.min(MAX_HOLD_SECONDS, Math.max(1, timeout) + HOLD_MARGIN_SECONDS);
-  // An authorization that could still settle after its hold is gone would move money uncounted.
+  // An authorization that could still settle after its hold is gone would move money uncounted:
+  // one without a deadline Vouch can read, or with a later one (a "never expires" 2^256 − 1), is refused.
   const deadline = signedDeadlineOf(payload);
-  if (deadline !== null && deadline > Math.floor(now.getTime() / 1000) + holdSeconds)
+  if (deadline === null) return refuse('the authorization carries no deadline (validBefore, deadline) Vouch can read');
+  if (deadline > BigInt(Math.floor(now.getTime() / 1000) + holdSeconds))
     return refuse(
       `the authorization can settle until ${deadline}, after the ${holdSeconds} s hold Vouch makes for it ` +
         '(maxTimeoutSeconds + 60 s): sign it for at most maxTimeoutSeconds',
