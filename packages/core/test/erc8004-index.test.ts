@@ -63,9 +63,10 @@ describe('the ERC-8004 indexer', () => {
     const cursors = await sql<{ registry: string; next_block: string; last_block_hash: string | null }>`
       SELECT registry, next_block::text, last_block_hash FROM erc8004_cursors ORDER BY registry`.execute(database.db);
     // Ranges 0–9, 10–19 and 20–29 were applied; 30–39 was not, and nothing was stored without a hash.
-    expect(cursors.rows).toEqual([
-      { registry: IDENTITY, next_block: '30', last_block_hash: `0x${(29).toString(16).padStart(64, '0')}` },
-    ]);
+    expect(cursors.rows).toEqual([{ registry: IDENTITY, next_block: '30', last_block_hash: hashOf(29n) }]);
+    // Nor is a node that does not know the block the cursor stands on a reorganization: it waits.
+    const behind = indexer(node({ head: () => 100n, unknown: 29n }), { identity: IDENTITY, reputation: REPUTATION });
+    await expect(behind.index()).rejects.toThrow(/does not know block 29, indexed already: it is behind/);
   });
 
   it('reads as current in the middle of a run: the new head is published once the run is through', async () => {
@@ -85,12 +86,18 @@ describe('the ERC-8004 indexer', () => {
       }),
       registries,
     );
+    // Until a run is through, nothing says how far the index is from the head: not current.
+    probe = true;
     await erc8004.index();
+    probe = false;
+    expect(seen).toContain('not_indexed');
+    expect(seen).not.toContain('current');
     expect((await erc8004.evidence([someone], false)).get(someone)?.status).toBe('current');
     // The chain moves on; while the run has brought the identity registry up to the new head and
     // not yet the reputation registry, the index is still current up to the head it had.
     head = 60n;
     probe = true;
+    seen.length = 0;
     await erc8004.index();
     expect(seen.length).toBeGreaterThan(0);
     expect(new Set(seen)).toEqual(new Set(['current']));

@@ -61,13 +61,14 @@ export async function touchCursor(db: Executor, v: { chainId: number; registry: 
  * The head a run indexed towards, set on every cursor once the run's ranges are done: published
  * while one registry is caught up to it and the other not yet, it would make the index read as
  * behind in the middle of every run (and a score computed then lose its positive adjustment).
+ * A run that saw an older head (it began before another that finished first) moves none back.
  */
 export async function publishHead(
   db: Executor,
   v: { chainId: number; registries: string[]; head: bigint; now: Date },
 ): Promise<void> {
   await sql`
-    UPDATE erc8004_cursors SET head_block = ${v.head.toString()}, updated_at = ${v.now}
+    UPDATE erc8004_cursors SET head_block = greatest(head_block, ${v.head.toString()}::bigint), updated_at = ${v.now}
     WHERE chain_id = ${v.chainId} AND registry = ANY(${v.registries}::text[])`.execute(db);
 }
 
@@ -102,7 +103,6 @@ interface IdentityKey {
   block: bigint;
 }
 
-/** Transfer: a mint creates the identity, a transfer changes its owner (the agentWallet is cleared by its own event). */
 /** The addresses an identity stands for now (its owner and its wallet), before an event changes them. */
 export async function identityHolders(trx: Executor, v: Omit<IdentityKey, 'block'>): Promise<string[]> {
   const { rows } = await sql<{ owner: string | null; agent_wallet: string | null }>`
@@ -111,6 +111,7 @@ export async function identityHolders(trx: Executor, v: Omit<IdentityKey, 'block
   return rows.flatMap((r) => [r.owner, r.agent_wallet]).filter((a): a is string => a !== null);
 }
 
+/** Transfer: a mint creates the identity, a transfer changes its owner (the agentWallet is cleared by its own event). */
 export async function identityOwner(trx: Executor, v: IdentityKey & { owner: string; minted: boolean }): Promise<void> {
   await sql`
     INSERT INTO erc8004_identities (chain_id, registry, agent_id, owner, registered_block, updated_block)

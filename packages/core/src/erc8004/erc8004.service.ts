@@ -356,6 +356,11 @@ export function createErc8004Service({ db, clock, audit, chain, options, onAgent
     const failing = cursors.find((c) => c.last_error_at && (!c.last_ok_at || c.last_error_at >= c.last_ok_at));
     if (failing)
       return { status: 'unavailable', detail: `the last indexer run failed: ${failing.last_error}`, ...state };
+    // A run publishes its head when its ranges are through (publishHead): until one has, nothing
+    // says how far the index is from the chain's head.
+    if (cursors.some((c) => c.head_block === null)) {
+      return { status: 'not_indexed', detail: 'the indexer has not run through yet', ...state };
+    }
     const now = clock().getTime();
     if (!checkedAt || now - checkedAt.getTime() > STALE_INTERVALS * options.intervalMs) {
       return {
@@ -453,9 +458,15 @@ export function createErc8004Service({ db, clock, audit, chain, options, onAgent
             }
             if (cursor.last_block_hash && next > 0n) {
               const hash = await chain.blockHash(next - 1n);
+              // A node that does not know a block it indexed from is behind, not reorganized.
+              if (hash === null) {
+                throw new ChainUnavailableError(
+                  `the node does not know block ${next - 1n}, indexed already: it is behind; the range waits`,
+                );
+              }
               if (hash !== cursor.last_block_hash) {
                 throw new Erc8004ReorgError(
-                  `block ${next - 1n}, indexed as ${cursor.last_block_hash}, is ${hash ?? 'gone'} on the chain now: a reorganization deeper than ERC8004_CONFIRMATIONS; the index stops here`,
+                  `block ${next - 1n}, indexed as ${cursor.last_block_hash}, is ${hash} on the chain now: a reorganization deeper than ERC8004_CONFIRMATIONS; the index stops here`,
                 );
               }
             }
