@@ -104,7 +104,9 @@ function createPostgres(connectionString: string, options: DatabaseOptions): Dat
       await sql`SELECT 1`.execute(db);
     },
     listen: (channel, handlers) =>
-      listenPostgres(connectionString, channel, handlers, options.listenHeartbeat ?? LISTEN_HEARTBEAT),
+      listenPostgres(connectionString, channel, handlers, options.listenHeartbeat ?? LISTEN_HEARTBEAT, (to, payload) =>
+        pool.query('SELECT pg_notify($1, $2)', [to, payload]),
+      ),
     close: () => db.destroy(),
   };
 }
@@ -115,15 +117,18 @@ function createPostgres(connectionString: string, options: DatabaseOptions): Dat
  * A connection can stop delivering without an error: a peer or a middlebox gone silently (TCP
  * keepalive notices that only after minutes), or a pooler that does not pass notifications on
  * (PgBouncer in transaction mode accepts LISTEN and delivers nothing). So the connection also
- * listens on a channel of its own and, every `heartbeat.everyMs`, notifies it through itself: a
- * heartbeat not back within `heartbeat.timeoutMs` counts as a lost connection. `onReady` waits
- * for the first heartbeat, so a connection that never delivers is never reported ready.
+ * listens on a channel of its own and, every `heartbeat.everyMs`, notifies it from another
+ * session (`notify`, through the pool), as every real notification comes: a heartbeat sent and
+ * not back within `heartbeat.timeoutMs` counts as a lost connection. One that could not be sent
+ * (the pool busy or away) proves nothing either way and is skipped. `onReady` waits for the first
+ * heartbeat, so a connection that never delivers is never reported ready.
  */
 async function listenPostgres(
   connectionString: string,
   channel: string,
   handlers: ListenHandlers,
   heartbeat: { everyMs: number; timeoutMs: number },
+  notify: (channel: string, payload: string) => Promise<unknown>,
 ) {
   let closed = false;
   let client: pg.Client | undefined;
@@ -145,29 +150,43 @@ async function listenPostgres(
       client = undefined;
       clearTimeout(beat);
       next.removeAllListeners('notification');
+      // A silent peer would keep a polite end waiting for TCP to give up: the socket goes now.
+      (next as unknown as { connection?: { stream?: { destroy(): void } } }).connection?.stream?.destroy();
       next.end().catch(() => {});
       handlers.onLost?.(error);
       if (!closed) retry = setTimeout(() => void connect(), 500);
     };
-    /** One heartbeat: resolves when it is back, loses the connection when it is not in time. */
+    /**
+     * One heartbeat: `true` when it came back, `false` when it could not be sent; rejects when it
+     * was sent and did not come back in time.
+     */
     let sent = 0;
-    const prove = () =>
-      new Promise<void>((resolve, reject) => {
-        const payload = String(++sent);
-        const timer = setTimeout(() => {
-          waiting = undefined;
-          reject(new Error(`listen connection did not deliver its heartbeat within ${heartbeat.timeoutMs} ms`));
-        }, heartbeat.timeoutMs).unref();
-        waiting = {
-          payload,
-          done: () => {
-            clearTimeout(timer);
-            waiting = undefined;
-            resolve();
-          },
-        };
-        next.query('SELECT pg_notify($1, $2)', [own, payload]).catch(reject);
+    const prove = async (): Promise<boolean> => {
+      const payload = String(++sent);
+      let timer: NodeJS.Timeout | undefined;
+      const back = new Promise<boolean>((resolve, reject) => {
+        waiting = { payload, done: () => resolve(true) };
+        timer = setTimeout(
+          () => reject(new Error(`listen connection did not deliver its heartbeat within ${heartbeat.timeoutMs} ms`)),
+          heartbeat.timeoutMs,
+        );
+        timer.unref();
       });
+      back.catch(() => {});
+      try {
+        if (
+          !(await notify(own, payload).then(
+            () => true,
+            () => false,
+          ))
+        )
+          return false;
+        return await back;
+      } finally {
+        clearTimeout(timer);
+        waiting = undefined;
+      }
+    };
     const keepProving = () => {
       beat = setTimeout(() => {
         prove().then(keepProving, lost);
@@ -186,7 +205,7 @@ async function listenPostgres(
     try {
       await next.connect();
       await next.query(`LISTEN ${pg.escapeIdentifier(channel)}; LISTEN ${pg.escapeIdentifier(own)}`);
-      await prove();
+      if (!(await prove())) throw new Error('could not send the listen connection its first heartbeat');
       if (client === next && !closed) {
         handlers.onReady?.();
         keepProving();
