@@ -108,7 +108,6 @@ export function createAgentsService({
     return row;
   }
 
-  /** A registered agent the actor's organization may change. */
   /**
    * The actor as the agent's owner organization logs it: the operator changing another
    * organization's agent is recorded in that organization's log, which is where its owner looks.
@@ -116,6 +115,7 @@ export function createAgentsService({
   const inOwnersLog = (actor: Actor, row: AgentRow): Actor =>
     row.organization_id === null ? actor : { ...actor, organizationId: row.organization_id };
 
+  /** A registered agent the actor's organization may change. */
   async function requireOwned(actor: Actor, address: string, executor: Kysely<DB> = db): Promise<AgentRow> {
     const row = await requireKnown(address, executor);
     if (!row.is_registered) throw new AgentNotRegisteredError(address);
