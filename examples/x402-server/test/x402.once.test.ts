@@ -211,9 +211,10 @@ describe('x402 payments through Vouch', () => {
     const again = await send();
     expect(again.status).toBe(402);
     expect(refusalOf(again)).toBe('vouch_hold_captured');
+    // Signed again, it is another authorization that could settle beside the first: refused.
     const resigned = await send(await retrying.http.createPaymentPayload(required));
     expect(resigned.status).toBe(402);
-    expect(refusalOf(resigned)).toBe('vouch_hold_captured');
+    expect(refusalOf(resigned)).toBe('vouch_payment_resigned');
 
     expect((await holdsOf(payer.address)).length).toBe(holdsBefore + 1);
     expect(await shopBalance()).toBe(before + PRICES.weather);

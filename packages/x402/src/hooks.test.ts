@@ -164,6 +164,14 @@ describe('the hooks', () => {
     expect(await hooks.onBeforeSettle(ctx)).toMatchObject({ abort: true, reason: 'vouch_error:FORBIDDEN' });
   });
 
+  it('refuses a payment signed again under an identifier Vouch decided for another signature', async () => {
+    script = () => fail(422, 'IDEMPOTENCY_KEY_REUSED');
+    const { lines, logger } = recordingLogger();
+    const hooks = createVouchHooks({ url, failMode: 'open', logger });
+    expect(await hooks.onBeforeVerify(ctx)).toMatchObject({ abort: true, reason: 'vouch_payment_resigned' });
+    expect(lines).toEqual([{ level: 'warn', message: expect.stringMatching(/signed again is a new payment/) }]);
+  });
+
   it('asks Vouch about signed payments only: a payload naming a payer that did not sign it is refused', async () => {
     const hooks = createVouchHooks({ url, logger: recordingLogger().logger });
     const forged = await paymentSignedBy(privateKeyToAccount(generatePrivateKey()));

@@ -151,6 +151,15 @@ export function createVouchHooks(options: VouchHooksOptions) {
         );
       return undefined;
     } catch (error) {
+      // The key's decision was made for another signed authorization: this is the payment signed
+      // again. Both could settle, and one hold would count only one: refused, as a client error.
+      if (error instanceof VouchRequestError && error.code === 'IDEMPOTENCY_KEY_REUSED') {
+        const message =
+          'this payment identifier was used with another signed authorization (another nonce): ' +
+          'a payment signed again is a new payment; send it with a new payment identifier';
+        log.warn({ phase, ...facts(payment) }, `payment refused: ${message}`);
+        return { abort: true, reason: 'vouch_payment_resigned', message };
+      }
       if (error instanceof VouchUnavailableError && failOpen) {
         log.error(
           { phase, ...facts(payment), err: error.message },

@@ -145,6 +145,7 @@ describe('describePayment', () => {
         scheme: 'exact',
         network: 'eip155:84532',
         idempotencyKey: `x402:eip155:84532:${PAYER.toLowerCase()}:nonce:${NONCE}`,
+        nonce: NONCE,
         holdSeconds: 120 + HOLD_MARGIN_SECONDS,
         resource: 'http://127.0.0.1:4021/weather',
       },
@@ -219,7 +220,9 @@ describe('decisionRequest', () => {
       asset: `eip155:84532/erc20:${TOKEN.toLowerCase()}`,
       counterparty: PAY_TO.toLowerCase(),
       category: 'api',
-      context: { x402: { scheme: 'exact', network: 'eip155:84532', resource: 'http://127.0.0.1:4021/weather' } },
+      context: {
+        x402: { scheme: 'exact', network: 'eip155:84532', nonce: NONCE, resource: 'http://127.0.0.1:4021/weather' },
+      },
       hold: true,
       expiresIn: 180,
     });

@@ -40,6 +40,11 @@ export interface PaymentFacts {
   network: string;
   /** The `Idempotency-Key` of every Vouch call for this payment. */
   idempotencyKey: string;
+  /**
+   * The signed authorization's nonce, in the decision's body: a payment signed again under the
+   * same identifier is another body under the same key, which Vouch refuses (see `gate`).
+   */
+  nonce: string;
   /** How long the hold lives: the requirements' maxTimeoutSeconds plus a minute (no signed deadline is later). */
   holdSeconds: number;
   /** The paid resource's URL, stored with the decision. */
@@ -198,6 +203,7 @@ export function describePayment(
       scheme,
       network,
       idempotencyKey: idempotencyKeyOf(network, payer, paymentIdentifierOf(payload), nonce),
+      nonce,
       holdSeconds,
       resource,
     },
@@ -216,6 +222,7 @@ export function decisionRequest(payment: PaymentFacts, options: { category?: str
       x402: {
         scheme: payment.scheme,
         network: payment.network,
+        nonce: payment.nonce,
         ...(payment.resource && { resource: payment.resource }),
       },
     },
