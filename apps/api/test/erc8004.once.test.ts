@@ -273,15 +273,19 @@ describe('the ERC-8004 indexer', () => {
     await sql`UPDATE erc8004_cursors SET last_error = 'a run failed', last_error_at = now() + interval '1 second'`.execute(
       t.database.db,
     );
+    // Under an Idempotency-Key: a 503 is not the key's answer, and the retry runs again.
+    const key = { 'idempotency-key': `feedback-${Date.now()}` };
     try {
-      const res = await post(t.app, `/api/agents/${account(1)}/erc8004/feedback`, {});
+      const res = await post(t.app, `/api/agents/${account(1)}/erc8004/feedback`, {}, key);
       expect(res.statusCode, res.body).toBe(503);
       expect(res.json().error.message).toMatch(/the ERC-8004 index is unavailable .*feedback is not sent/);
       expect(await exports()).toBe(before);
     } finally {
       await indexConfirmed();
     }
-    expect((await post(t.app, `/api/agents/${account(1)}/erc8004/feedback`, {})).statusCode).toBe(200);
+    const retried = await post(t.app, `/api/agents/${account(1)}/erc8004/feedback`, {}, key);
+    expect(retried.statusCode, retried.body).toBe(200);
+    expect(retried.headers['idempotency-replayed']).toBeUndefined();
   });
 
   it('takes an identity’s adjustment from the agent it is transferred away from', async () => {

@@ -63,8 +63,9 @@ export function createIdempotencyService({ db, clock }: { db: Kysely<DB>; clock:
           value = await work(trx);
           outcome = { statusCode: statusOf(value), ok: true, data: value };
         } catch (error) {
-          // A domain refusal is an answer too (a refused spend stays in the ledger).
-          if (!(error instanceof DomainError)) throw error;
+          // A domain refusal is an answer too (a refused spend stays in the ledger); a dependency
+          // that is away (503) is not: nothing is kept, and a retry under the key runs again.
+          if (!(error instanceof DomainError) || error.code === 'SERVICE_UNAVAILABLE') throw error;
           outcome = {
             statusCode: error.status,
             ok: false,
