@@ -10,6 +10,7 @@ import {
   randomAddress,
   recordTx,
   type TestContext,
+  withoutSanctionsList,
 } from '@vouch/testkit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
@@ -97,6 +98,36 @@ describe('a sanctioned agent is reported everywhere', () => {
       counterparty: USDT_ONLY,
     });
     expect(res.json().data.flags.map((f: { code: string }) => f.code)).toContain('SANCTIONED_COUNTERPARTY');
+  });
+
+  it('an agent whose owner is listed is flagged and not clean, as a decision screens it', async () => {
+    const agent = await createAgent(t.app, { owner: ETH_LISTED.toLowerCase() });
+    const anomaly = successEnvelope(anomalyResult).parse(
+      (await post(t.app, '/api/scores/anomaly-check', { agent, amount: '1', type: 0 })).json(),
+    ).data;
+    expect(anomaly).toMatchObject({ anomalyDetected: true, severity: 'CRITICAL' });
+    expect(anomaly.flags.map((f) => f.code)).toContain('SANCTIONED_OWNER');
+    const enriched = successEnvelope(enrichResult).parse(
+      (await post(t.app, '/api/scores/enrich', { agent })).json(),
+    ).data;
+    expect(enriched).toMatchObject({ sanctionsClean: false, riskLevel: 'CRITICAL', riskReason: 'owner sanctioned' });
+  });
+
+  it('with no sanctions list nobody is clean: the anomaly check and enrich say so and fail closed', async () => {
+    const agent = await createAgent(t.app);
+    const [anomaly, enriched] = await withoutSanctionsList(t.database.db, async () => [
+      successEnvelope(anomalyResult).parse(
+        (await post(t.app, '/api/scores/anomaly-check', { agent, amount: '1', type: 0 })).json(),
+      ).data,
+      successEnvelope(enrichResult).parse((await post(t.app, '/api/scores/enrich', { agent })).json()).data,
+    ]);
+    expect(anomaly).toMatchObject({ anomalyDetected: true, severity: 'CRITICAL' });
+    expect(anomaly.flags.map((f) => f.code)).toContain('SANCTIONS_LIST_UNAVAILABLE');
+    expect(enriched).toMatchObject({
+      sanctionsClean: false,
+      riskLevel: 'CRITICAL',
+      riskReason: 'no sanctions list: not screened',
+    });
   });
 });
 

@@ -50,7 +50,11 @@ export interface AnomalyFacts {
   historyHours: number;
   amount: bigint;
   agentSanctioned: boolean;
+  /** The agent's registered owner is on the list. */
+  ownerSanctioned?: boolean;
   counterpartySanctioned: boolean;
+  /** No sanctions list is active: nobody could be screened. */
+  sanctionsListUnavailable?: boolean;
   /** The agent's latest verification was SUSPICIOUS. */
   agentSuspicious: boolean;
 }
@@ -122,13 +126,26 @@ export function evaluateAnomaly(facts: AnomalyFacts, t: AnomalyThresholds): Anom
     });
   }
 
-  // Flagged: sanctioned agent or counterparty, or an agent whose last verification was SUSPICIOUS.
+  // Flagged: sanctioned agent, owner or counterparty, or an agent whose last verification was
+  // SUSPICIOUS. With no sanctions list nobody could be screened: that counts as a match (fails closed).
+  if (facts.sanctionsListUnavailable)
+    flags.push({
+      code: 'SANCTIONS_LIST_UNAVAILABLE',
+      message: 'no sanctions list is active: the agent and the counterparty could not be screened',
+    });
   if (facts.agentSanctioned) flags.push({ code: 'SANCTIONED_AGENT', message: 'the agent is on the OFAC SDN list' });
+  if (facts.ownerSanctioned)
+    flags.push({ code: 'SANCTIONED_OWNER', message: 'the agent’s owner is on the OFAC SDN list' });
   if (facts.counterpartySanctioned)
     flags.push({ code: 'SANCTIONED_COUNTERPARTY', message: 'the counterparty is on the OFAC SDN list' });
   if (facts.agentSuspicious)
     flags.push({ code: 'SUSPICIOUS_AGENT', message: 'the agent’s latest verification was SUSPICIOUS' });
-  const flaggedRisk = facts.agentSanctioned || facts.counterpartySanctioned || facts.agentSuspicious ? 1 : 0;
+  const sanctionsHit =
+    facts.agentSanctioned ||
+    facts.ownerSanctioned === true ||
+    facts.counterpartySanctioned ||
+    facts.sanctionsListUnavailable === true;
+  const flaggedRisk = sanctionsHit || facts.agentSuspicious ? 1 : 0;
 
   const factor = (value: number, weight: number, risk: number): AnomalyFactor => ({
     value: Math.round(value * 1000) / 1000,
@@ -149,8 +166,8 @@ export function evaluateAnomaly(facts: AnomalyFacts, t: AnomalyThresholds): Anom
         failureRisk * anomalyWeights.failureRate +
         flaggedRisk * anomalyWeights.flagged),
   );
-  // A sanctions match is always an anomaly, and critical, whatever the other factors say.
-  const sanctionsHit = facts.agentSanctioned || facts.counterpartySanctioned;
+  // A sanctions match (or no list to screen against) is always an anomaly, and critical,
+  // whatever the other factors say.
   return {
     anomalyDetected: sanctionsHit || riskScore >= t.detectAt,
     riskScore,

@@ -32,12 +32,18 @@ export function createAnomalyService({ db, clock, sanctions, verification, thres
   async function assess(input: AnomalyInput, now: Date = clock(), executor: Kysely<DB> = db): Promise<AnomalyResult> {
     const since = new Date(now.getTime() - WINDOW_HOURS * HOUR_MS);
     const hourAgo = new Date(now.getTime() - HOUR_MS);
-    const [agent, h, matched, latest] = await Promise.all([
+    const [agent, h, latest] = await Promise.all([
       findAgent(executor, input.agent),
       repo.transactionHistory(executor, input.agent, input.asset ?? '', { since, hourAgo, now }),
-      sanctions.isSanctioned(input.counterparty ? [input.agent, input.counterparty] : [input.agent], executor),
       verification.latest(input.agent, executor),
     ]);
+    // The agent, its owner and the counterparty, against the active list (none: said, and a match).
+    const screened = await sanctions.forDecision(
+      input.agent,
+      agent?.owner ?? null,
+      input.counterparty ?? null,
+      executor,
+    );
     const ageHours = agent ? (now.getTime() - agent.first_seen_at.getTime()) / HOUR_MS : 0;
     return evaluateAnomaly(
       {
@@ -48,8 +54,10 @@ export function createAnomalyService({ db, clock, sanctions, verification, thres
         volume30d: BigInt(h.volume30d),
         historyHours: Math.max(1, Math.min(WINDOW_HOURS, ageHours)),
         amount: BigInt(input.amount),
-        agentSanctioned: matched.has(input.agent),
-        counterpartySanctioned: input.counterparty ? matched.has(input.counterparty) : false,
+        agentSanctioned: screened.agent,
+        ownerSanctioned: screened.owner,
+        counterpartySanctioned: screened.counterparty,
+        sanctionsListUnavailable: screened.list === null,
         agentSuspicious: latest?.status === 'SUSPICIOUS',
       },
       thresholds,

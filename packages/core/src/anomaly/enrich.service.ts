@@ -38,19 +38,27 @@ export function createEnrichService(deps: {
         deps.verification.latest(address),
         deps.anomaly.latest(address),
       ]);
+      // Its owner is screened too, as a decision screens it; with no list, nobody is clean.
+      const owner = agent?.owner ? await deps.sanctions.forDecision(address, agent.owner, null) : null;
+      const ownerListed = owner?.owner === true;
+      const unscreened = screening.state === 'list_unavailable';
       const score = screening.sanctioned ? 0 : (agent?.score ?? 0);
       const recent = (at: Date | undefined) => at !== undefined && now.getTime() - at.getTime() <= RECENT_MS;
-      const candidates: Array<[Severity, string]> = [[score < 250 ? 'MEDIUM' : 'LOW', `score ${score}`]];
+      // Sanctions first: of equally severe inputs the first names the reason.
+      const candidates: Array<[Severity, string]> = [];
+      if (screening.sanctioned) candidates.push(['CRITICAL', 'sanctioned']);
+      if (ownerListed) candidates.push(['CRITICAL', 'owner sanctioned']);
+      if (unscreened) candidates.push(['CRITICAL', 'no sanctions list: not screened']);
+      candidates.push([score < 250 ? 'MEDIUM' : 'LOW', `score ${score}`]);
       if (verification && recent(verification.created_at)) {
         candidates.push([verificationRisk[verification.status] ?? 'MEDIUM', `verification ${verification.status}`]);
       }
       if (anomaly && recent(anomaly.created_at))
         candidates.push([anomaly.severity as Severity, `anomaly ${anomaly.severity}`]);
-      if (screening.sanctioned) candidates.push(['CRITICAL', 'sanctioned']);
       const [riskLevel, reason] = candidates.reduce((worst, c) => (rank[c[0]] > rank[worst[0]] ? c : worst));
       return {
         agent: address,
-        sanctionsClean: !screening.sanctioned,
+        sanctionsClean: screening.state === 'clear' && !ownerListed,
         apiReputationScore: Math.round(score / 10),
         riskLevel,
         riskReason: reason,

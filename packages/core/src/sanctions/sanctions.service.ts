@@ -249,11 +249,6 @@ export function createSanctionsService({ db, clock, rescore, cache, events }: Sa
       return result;
     },
 
-    /** Whether each address is on the active list, without recording a screening. */
-    async isSanctioned(addresses: string[], executor: Kysely<DB> = db): Promise<Map<string, string[]>> {
-      return repo.matches(executor, addresses);
-    },
-
     activeSnapshot: () => repo.activeSnapshot(db),
 
     importSnapshot,
