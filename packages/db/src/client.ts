@@ -158,21 +158,17 @@ async function listenPostgres(
     };
     /**
      * One heartbeat: `true` when it came back, `false` when it could not be sent; rejects when it
-     * was sent and did not come back in time.
+     * was sent and did not come back in time (counted from when it was sent, not from when the
+     * pool was asked for a connection).
      */
     let sent = 0;
     const prove = async (): Promise<boolean> => {
       const payload = String(++sent);
-      let timer: NodeJS.Timeout | undefined;
-      const back = new Promise<boolean>((resolve, reject) => {
+      // Listened for before it is sent: it may arrive before the sender hears its answer.
+      const back = new Promise<true>((resolve) => {
         waiting = { payload, done: () => resolve(true) };
-        timer = setTimeout(
-          () => reject(new Error(`listen connection did not deliver its heartbeat within ${heartbeat.timeoutMs} ms`)),
-          heartbeat.timeoutMs,
-        );
-        timer.unref();
       });
-      back.catch(() => {});
+      let timer: NodeJS.Timeout | undefined;
       try {
         if (
           !(await notify(own, payload).then(
@@ -181,7 +177,14 @@ async function listenPostgres(
           ))
         )
           return false;
-        return await back;
+        const late = new Promise<never>((_, reject) => {
+          timer = setTimeout(
+            () => reject(new Error(`listen connection did not deliver its heartbeat within ${heartbeat.timeoutMs} ms`)),
+            heartbeat.timeoutMs,
+          );
+          timer.unref();
+        });
+        return await Promise.race([back, late]);
       } finally {
         clearTimeout(timer);
         waiting = undefined;

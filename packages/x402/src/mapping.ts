@@ -111,13 +111,13 @@ export function nonceOf(payload: PaymentPayloadLike): string | null {
  * moves; `accepted.amount` is the client's copy of the requirements, which no signature covers.
  */
 export function signedAmountOf(payload: PaymentPayloadLike): string | null {
-  const inner = payload.payload;
-  if (!isRecord(inner)) return null;
-  const amount = isRecord(inner.authorization)
-    ? inner.authorization.value
-    : isRecord(inner.permit2Authorization) && isRecord(inner.permit2Authorization.permitted)
-      ? inner.permit2Authorization.permitted.amount
-      : undefined;
+  const authorization = authorizationOf(payload);
+  const amount =
+    authorization && 'value' in authorization
+      ? authorization.value
+      : isRecord(authorization?.permitted)
+        ? authorization.permitted.amount
+        : undefined;
   return typeof amount === 'string' && UINT.test(amount) ? amount : null;
 }
 

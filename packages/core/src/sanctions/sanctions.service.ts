@@ -112,15 +112,13 @@ export interface ActiveList {
 }
 
 export function createSanctionsService({ db, clock, rescore, cache, events }: SanctionsDeps) {
-  /** The active list (null without one), from the read cache when there is one and `executor` is not a transaction. */
-  async function activeList(executor: Kysely<DB> = db): Promise<ActiveList | null> {
-    const load = async (): Promise<ActiveList | null> => {
-      const snapshot = await repo.activeSnapshot(executor);
+  /** The active list (null without one), whole, kept in the read cache: one load serves every screening. */
+  function cachedActiveList(cache: ReadCache): Promise<ActiveList | null> {
+    return cache.read('sanctions', 'active', async () => {
+      const snapshot = await repo.activeSnapshot(db);
       if (!snapshot) return null;
-      const entries = await repo.entriesOf(executor, snapshot.id);
-      return { source: sourceOf(snapshot), entries };
-    };
-    return cache && executor === db ? cache.read('sanctions', 'active', load) : load();
+      return { source: sourceOf(snapshot), entries: await repo.entriesOf(db, snapshot.id) };
+    });
   }
 
   /** Screens addresses against the active snapshot and keeps each screening. */
@@ -238,9 +236,22 @@ export function createSanctionsService({ db, clock, rescore, cache, events }: Sa
      * itself (null without one); not recorded. API processes screen against their cached copy.
      */
     async forDecision(agent: string, owner: string | null, counterparty: string | null, executor: Kysely<DB> = db) {
-      const list = await activeList(executor);
-      const on = (address: string | null) => address !== null && (list?.entries.has(address) ?? false);
-      return { list: list?.source ?? null, agent: on(agent), owner: on(owner), counterparty: on(counterparty) };
+      if (cache && executor === db) {
+        const list = await cachedActiveList(cache);
+        const on = (address: string | null) => address !== null && (list?.entries.has(address) ?? false);
+        return { list: list?.source ?? null, agent: on(agent), owner: on(owner), counterparty: on(counterparty) };
+      }
+      // Past the cache (inside a transaction, or without one): the active snapshot and these
+      // addresses' entries, not the whole list.
+      const addresses = [agent, owner, counterparty].filter((a): a is string => a !== null);
+      const [snapshot, matched] = await Promise.all([repo.activeSnapshot(executor), repo.matches(executor, addresses)]);
+      const on = (address: string | null) => snapshot !== undefined && address !== null && matched.has(address);
+      return {
+        list: snapshot ? sourceOf(snapshot) : null,
+        agent: on(agent),
+        owner: on(owner),
+        counterparty: on(counterparty),
+      };
     },
 
     async screen(address: string): Promise<ScreeningResult> {

@@ -80,12 +80,12 @@ const NOT_DUE_TOLERANCE_MS = 250;
 
 const seconds = (date: Date | null) => (date ? toUnixSeconds(date) : null);
 
-/** The previous secrets still signing at `now`, latest first, as an answer shows them (no secret). */
+/**
+ * The previous secrets still signing at `now`, as an answer shows them (no secret): latest first,
+ * the order retireSecret stores them in.
+ */
 function previousSecretsShown(previous: readonly PreviousSecret[], now: Date) {
-  return previous
-    .filter((p) => p.expiresAt > now)
-    .sort((a, b) => b.expiresAt.getTime() - a.expiresAt.getTime())
-    .map((p) => ({ expiresAt: toUnixSeconds(p.expiresAt) }));
+  return previous.filter((p) => p.expiresAt > now).map((p) => ({ expiresAt: toUnixSeconds(p.expiresAt) }));
 }
 
 function toWebhook(row: WebhookRow, now: Date): Webhook {
