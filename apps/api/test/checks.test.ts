@@ -8,6 +8,7 @@ import {
   get,
   post,
   randomAddress,
+  randomTxHash,
   recordTx,
   type TestContext,
   withoutSanctionsList,
@@ -203,6 +204,41 @@ describe('POST /api/scores/anomaly-check', () => {
     const stored = await t.database.db.selectFrom('anomaly_checks').selectAll().where('agent', '=', agent).execute();
     expect(stored).toHaveLength(1);
     expect(stored[0]).toMatchObject({ risk_score: 25, severity: 'MEDIUM', type: 1, amount: '50000' });
+  });
+
+  it('judges an amount against the history in its own asset, and stores the check as the caller’s', async () => {
+    const agent = await createAgent(t.app);
+    const usdc = 'eip155:8453/erc20:0x833589fcd6edb6e08f4c7c32d4f71b54bda02913';
+    for (let i = 0; i < 6; i++) {
+      const timestamp = Math.floor(t.clock.now.getTime() / 1000) - 86_400 * (i + 1);
+      // A wei amount far above any USDC one, and USDC amounts of 1 USDC each.
+      await recordTx(t.app, agent, { amount: '1000000000000000000', timestamp });
+      const usdcTx = await post(t.app, '/api/transactions/record', {
+        agent,
+        txHash: randomTxHash(),
+        amount: '1000000',
+        type: 0,
+        asset: usdc,
+        timestamp,
+      });
+      expect(usdcTx.statusCode, usdcTx.body).toBe(201);
+    }
+    const check = async (asset?: string) =>
+      successEnvelope(anomalyResult).parse(
+        (await post(t.app, '/api/scores/anomaly-check', { agent, amount: '50000000', type: 0, asset })).json(),
+      ).data;
+    // 50 USDC is 50× the USDC average; as wei it is a speck of the wei average.
+    expect((await check(usdc)).flags.map((f) => f.code)).toEqual(['LARGE_VALUE']);
+    expect((await check()).flags).toEqual([]);
+    expect(
+      (await post(t.app, '/api/scores/anomaly-check', { agent, amount: '1', type: 0, asset: 'usdc' })).statusCode,
+    ).toBe(400);
+    const stored = await t.database.db
+      .selectFrom('anomaly_checks')
+      .select('organization_id')
+      .where('agent', '=', agent)
+      .execute();
+    expect(stored).toEqual([{ organization_id: 'default' }, { organization_id: 'default' }]);
   });
 
   it('accepts any well-formed address, with no history', async () => {

@@ -135,17 +135,23 @@ const table: Record<string, { call: (fx: Fixtures) => Call; expect: Expect }> = 
     call: (fx) => ({ method: 'POST', url: '/api/scores/recompute', payload: { agents: [fx.agent] } }),
     expect: { kind: 'refused', status: 403, code: 'FORBIDDEN' },
   },
+  // An anomaly check is the organization's that asked for it: the other's checks are not its risk.
   anomalyCheck: {
     call: (fx) => ({
       method: 'POST',
       url: '/api/scores/anomaly-check',
       payload: { agent: fx.agent, amount: '5', type: 0 },
     }),
-    expect: { kind: 'global', status: 200 },
+    expect: { kind: 'own', status: 200 },
   },
   enrich: {
     call: (fx) => ({ method: 'POST', url: '/api/scores/enrich', payload: { agent: fx.agent } }),
-    expect: { kind: 'global', status: 200 },
+    expect: {
+      kind: 'own',
+      status: 200,
+      // Beta's own check (anomalyCheck above, 5 wei against no history: LOW), not alpha's CRITICAL one.
+      check: (body) => expect(body).toMatchObject({ sources: { latestAnomaly: { severity: 'LOW' } } }),
+    },
   },
   verifyAgent: {
     call: (fx) => ({ method: 'POST', url: '/api/verify', payload: { address: fx.agent } }),
@@ -462,6 +468,14 @@ beforeAll(async () => {
   // Verified once by alpha: the other organization's verification finds the same status and
   // announces nothing to alpha.
   expect((await as('POST', '/api/verify', { address: agent })).statusCode).toBe(200);
+  // An anomaly check of alpha's that finds the worst: a payment to a sanctioned counterparty.
+  const anomaly = await as('POST', '/api/scores/anomaly-check', {
+    agent,
+    amount: '5',
+    type: 0,
+    counterparty: '0x098b716b8aaf21512996dc57eb0615e2383e2f96',
+  });
+  expect(anomaly.json().data).toMatchObject({ severity: 'CRITICAL' });
   // A webhook of alpha's with one delivered test event.
   receiver = await startReceiver();
   const hook = await as('POST', '/api/webhooks', { url: receiver.url, eventTypes: ['sanctions.hit'] });
@@ -498,6 +512,7 @@ async function organizationState(organizationId: string) {
   const tables = [
     'budgets',
     'spends',
+    'anomaly_checks',
     'authorizations',
     'refunds',
     'policies',
@@ -558,5 +573,16 @@ describe('another organization', () => {
     // And its budget still reads as it did.
     const budget = await t.app.inject({ method: 'GET', url: `/api/budgets/${fx.agent}`, headers: bearer(alpha) });
     expect([budget.json().data.dailyLimit, budget.json().data.dailySpent]).toEqual(['100', '10']);
+    // Its enrich still reads its own anomaly check, whatever the other organization checked since.
+    const enriched = await t.app.inject({
+      method: 'POST',
+      url: '/api/scores/enrich',
+      headers: bearer(alpha),
+      payload: { agent: fx.agent },
+    });
+    expect(enriched.json().data).toMatchObject({
+      riskLevel: 'CRITICAL',
+      sources: { latestAnomaly: { severity: 'CRITICAL' } },
+    });
   });
 });

@@ -272,6 +272,8 @@ export interface SanctionsScreeningsTable {
 
 export interface AnomalyChecksTable {
   id: Generated<string>;
+  /** The organization that asked for the check: only it reads it back (enrich). */
+  organization_id: string;
   agent: string;
   tx_hash: string | null;
   amount: Uint256 | null;

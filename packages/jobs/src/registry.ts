@@ -196,6 +196,7 @@ export const jobs = {
       agent: address,
       txHash: z.string().optional(),
       amount: z.string(),
+      asset: z.string().optional(),
       type: z.number().int().min(0).max(5),
       counterparty: address.optional(),
       organizationId,

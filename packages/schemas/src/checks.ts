@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { asset } from './budgets.ts';
 import { address, gradeValue, positiveAmount, txHash, unixSeconds } from './primitives.ts';
 import { transactionTypes } from './transactions.ts';
 
@@ -79,6 +80,7 @@ export const anomalyBody = z
     agent: address,
     txHash: txHash.optional(),
     amount: positiveAmount,
+    asset: asset.optional(),
     type: z.union([typeNumber, typeName]).optional(),
     txType: z.union([typeNumber, typeName]).optional(),
     counterparty: address.optional(),
@@ -100,6 +102,7 @@ export const anomalyBody = z
       agent: b.agent,
       txHash: b.txHash,
       amount: b.amount,
+      asset: b.asset,
       type: (type ?? txType) as number,
       counterparty: b.counterparty,
     };

@@ -103,6 +103,6 @@ export const scoresRoutes: FastifyPluginAsyncZod<{ services: Services }> = async
       body: agentBody,
       response: responses({ 200: enrichResult }, [413, 415]),
     },
-    handler: async (req) => ok(await services.enrich.enrich(req.body.agent)),
+    handler: async (req) => ok(await services.enrich.enrich(actorOf(req).organizationId, req.body.agent)),
   });
 };

@@ -36,11 +36,12 @@ export async function insertAnomalyCheck(db: Executor, row: Insertable<DB['anoma
   await db.insertInto('anomaly_checks').values(row).execute();
 }
 
-/** The agent's latest anomaly check. */
-export function latestAnomalyCheck(db: Executor, agent: string) {
+/** The agent's latest anomaly check of those the organization asked for. */
+export function latestAnomalyCheck(db: Executor, organizationId: string, agent: string) {
   return db
     .selectFrom('anomaly_checks')
     .select(['severity', 'risk_score', 'created_at'])
+    .where('organization_id', '=', organizationId)
     .where('agent', '=', agent)
     .orderBy('id', 'desc')
     .limit(1)

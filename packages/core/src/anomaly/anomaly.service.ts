@@ -1,6 +1,7 @@
 import type { DB, Kysely } from '@vouch/db';
 import { findAgent } from '../agents/agents.repository.ts';
 import type { SanctionsService } from '../sanctions/sanctions.service.ts';
+import { DEFAULT_ORGANIZATION } from '../shared/actor.ts';
 import { type Clock, toUnixSeconds } from '../shared/clock.ts';
 import type { VerificationService } from '../verification/verification.service.ts';
 import { type AnomalyResult, type AnomalyThresholds, evaluateAnomaly } from './anomaly.model.ts';
@@ -67,11 +68,17 @@ export function createAnomalyService({ db, clock, sanctions, verification, thres
   return {
     assess,
 
-    /** Scores a prospective (or just made) transaction against the agent's history; stored. */
-    async check(input: AnomalyInput): Promise<AnomalyResult & { agent: string; checkedAt: number }> {
+    /**
+     * Scores a prospective (or just made) transaction against the agent's history; stored as the
+     * organization's that asked (a job queued before checks were kept per organization: the default one's).
+     */
+    async check(
+      input: AnomalyInput & { organizationId?: string | undefined },
+    ): Promise<AnomalyResult & { agent: string; checkedAt: number }> {
       const now = clock();
       const result = await assess(input, now);
       await repo.insertAnomalyCheck(db, {
+        organization_id: input.organizationId ?? DEFAULT_ORGANIZATION,
         agent: input.agent,
         tx_hash: input.txHash ?? null,
         amount: input.amount,
@@ -86,8 +93,9 @@ export function createAnomalyService({ db, clock, sanctions, verification, thres
       return { agent: input.agent, ...result, checkedAt: toUnixSeconds(now) };
     },
 
-    latest(agent: string) {
-      return repo.latestAnomalyCheck(db, agent);
+    /** The agent's latest check of those `organizationId` asked for. */
+    latest(organizationId: string, agent: string) {
+      return repo.latestAnomalyCheck(db, organizationId, agent);
     },
   };
 }

@@ -28,15 +28,16 @@ export function createEnrichService(deps: {
     /**
      * Off-chain enrichment for scoring workflows, from the agent's real data: a fresh
      * sanctions screening, the stored score (0–1000 → 0–100), and the most severe of the
-     * latest anomaly check and verification (30 days) and the score band.
+     * latest anomaly check the organization asked for and the latest verification (30 days)
+     * and the score band.
      */
-    async enrich(address: string) {
+    async enrich(organizationId: string, address: string) {
       const now = deps.clock();
       const [screening, agent, verification, anomaly] = await Promise.all([
         deps.sanctions.screen(address),
         findAgent(deps.db, address),
         deps.verification.latest(address),
-        deps.anomaly.latest(address),
+        deps.anomaly.latest(organizationId, address),
       ]);
       // Its owner is screened too, as a decision screens it; with no list, nobody is clean.
       const owner = agent?.owner ? await deps.sanctions.forDecision(address, agent.owner, null) : null;

@@ -20,6 +20,7 @@ import * as webhookLastFailure from './20261207000000-webhook-last-failure.ts';
 import * as webhookNotBefore from './20261208000000-webhook-not-before.ts';
 import * as sanctionsRescore from './20261209000000-sanctions-rescore.ts';
 import * as webhookPreviousSecrets from './20261210000000-webhook-previous-secrets.ts';
+import * as anomalyChecksOrganization from './20261211000000-anomaly-checks-organization.ts';
 
 /** Every migration, in order. Names are timestamped; never rename or reorder a landed one. */
 export const migrations: Record<string, Migration> = {
@@ -44,4 +45,5 @@ export const migrations: Record<string, Migration> = {
   '20261208000000-webhook-not-before': webhookNotBefore,
   '20261209000000-sanctions-rescore': sanctionsRescore,
   '20261210000000-webhook-previous-secrets': webhookPreviousSecrets,
+  '20261211000000-anomaly-checks-organization': anomalyChecksOrganization,
 };
