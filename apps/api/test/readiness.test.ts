@@ -158,6 +158,45 @@ describe('readiness, job metrics and the dashboard with BullMQ on a disposable R
     }
   });
 
+  /** Registers a new agent and asks for its recomputation; returns the agent and the answer. */
+  async function registerAndRecompute() {
+    const address = randomAddress();
+    const register = await t.app.inject({
+      method: 'POST',
+      url: '/api/agents/register',
+      payload: { address },
+      headers: admin,
+    });
+    expect(register.statusCode).toBe(201);
+    const res = await t.app.inject({
+      method: 'POST',
+      url: '/api/scores/recompute',
+      payload: { agents: [address] },
+      headers: admin,
+    });
+    return { address, res };
+  }
+
+  /** The `score.recompute` entries of the operator's log that name `address`. */
+  async function recomputeEntries(address: string) {
+    const res = await t.app.inject({
+      method: 'GET',
+      url: '/api/audit?action=score.recompute&limit=100',
+      headers: admin,
+    });
+    expect(res.statusCode, res.body).toBe(200);
+    const entries: Array<{ details: { agents: string[]; jobId: string } }> = res.json().data.entries;
+    return entries.filter((e) => e.details.agents.includes(address)).map((e) => e.details);
+  }
+
+  it('records a recomputation in the audit log with the job it queued', async () => {
+    const { address, res } = await registerAndRecompute();
+    expect(res.statusCode, res.body).toBe(200);
+    expect(await recomputeEntries(address)).toEqual([
+      { all: false, agents: [address], jobId: res.headers['x-job-id'] },
+    ]);
+  });
+
   it('answers within its bound while Redis stops answering, and is ready again after', async () => {
     const pauser = new Redis(redis.url, { maxRetriesPerRequest: 1 });
     try {
@@ -208,6 +247,10 @@ describe('readiness, job metrics and the dashboard with BullMQ on a disposable R
     const batch = await registerAndBatch(1);
     expect(batch.statusCode).toBe(503);
     expect(failureEnvelope.parse(batch.json()).error.code).toBe('SERVICE_UNAVAILABLE');
+    // A recomputation that could not be queued is not on record as asked for.
+    const refused = await registerAndRecompute();
+    expect(refused.res.statusCode).toBe(503);
+    expect(await recomputeEntries(refused.address)).toEqual([]);
     // The dashboard says the queue is unavailable instead of waiting for Redis.
     const basicAdmin = { authorization: `Basic ${Buffer.from(`ops:${ADMIN}`).toString('base64')}` };
     const dashboard = await Promise.race([

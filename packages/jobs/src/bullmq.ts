@@ -23,6 +23,7 @@ import {
 import {
   type EnqueueOptions,
   type FlowChild,
+  type FlowOptions,
   type JobInfo,
   type JobRunner,
   type JobStatus,
@@ -279,12 +280,7 @@ export function createBullmqRunner(options: BullmqOptions): JobRunner & { queues
       return wait<ResultOf<J>>(added, job, opts?.waitMs ?? options.waitMs);
     },
 
-    async runFlow<J extends AnyJob>(
-      parent: J,
-      payload: PayloadOf<J>,
-      children: FlowChild[],
-      opts?: { waitMs?: number },
-    ) {
+    async runFlow<J extends AnyJob>(parent: J, payload: PayloadOf<J>, children: FlowChild[], opts?: FlowOptions) {
       assertAwaited(parent);
       const node = await guarded(() =>
         flows.add({
@@ -300,6 +296,13 @@ export function createBullmqRunner(options: BullmqOptions): JobRunner & { queues
           })),
         }),
       );
+      try {
+        await opts?.onQueued?.(node.job.id as string);
+      } catch (error) {
+        // Taken back unless a worker already holds one of its jobs (BullMQ refuses to remove a locked job).
+        await node.job.remove({ removeChildren: true }).catch(() => undefined);
+        throw error;
+      }
       return wait<ResultOf<J>>(node.job, parent, opts?.waitMs ?? options.waitMs);
     },
 

@@ -5,6 +5,7 @@ import { type AnyJob, assertAwaited, type PayloadOf, type QueueName, queueNames,
 import {
   type EnqueueOptions,
   type FlowChild,
+  type FlowOptions,
   type JobInfo,
   type JobRunner,
   type JobStatus,
@@ -207,14 +208,15 @@ export function createInProcessRunner(options: InProcessOptions): JobRunner {
       return wait<ResultOf<J>>(record, opts?.waitMs ?? options.waitMs);
     },
 
-    async runFlow<J extends AnyJob>(
-      parent: J,
-      payload: PayloadOf<J>,
-      children: FlowChild[],
-      opts?: { waitMs?: number },
-    ) {
+    async runFlow<J extends AnyJob>(parent: J, payload: PayloadOf<J>, children: FlowChild[], opts?: FlowOptions) {
       assertAwaited(parent);
       const parentRecord = create(parent, payload, 'waiting-children');
+      try {
+        await opts?.onQueued?.(parentRecord.info.id);
+      } catch (error) {
+        records.delete(parentRecord.info.id);
+        throw error;
+      }
       const childRecords = children.map((c) => create(c.job, c.payload, 'waiting'));
       parentRecord.children = childRecords.map((r) => r.info.id);
       let done = 0;

@@ -72,16 +72,25 @@ export type QueueReports = Record<QueueName, QueueReport>;
  * The job interface the API uses, whatever carries the jobs: BullMQ over Redis
  * or the in-process runner. Payloads are validated against the registry first.
  */
+export interface FlowOptions {
+  waitMs?: number;
+  onQueued?: (jobId: string) => Promise<void>;
+}
+
 export interface JobRunner {
   readonly kind: 'bullmq' | 'in-process';
   /** Enqueue and wait up to the wait timeout; `pending` when the wait runs out. */
   run<J extends AnyJob>(job: J, payload: PayloadOf<J>, opts?: { waitMs?: number }): Promise<RunOutcome<ResultOf<J>>>;
-  /** A parent job that runs after all its children; waits like `run`. */
+  /**
+   * A parent job that runs after all its children; waits like `run`. `onQueued` runs once the
+   * flow is queued, before the wait (e.g. to record who asked, with the job's id); when it fails
+   * the flow is taken back (in process always; on BullMQ unless a worker already took a child).
+   */
   runFlow<J extends AnyJob>(
     parent: J,
     payload: PayloadOf<J>,
     children: FlowChild[],
-    opts?: { waitMs?: number },
+    opts?: FlowOptions,
   ): Promise<RunOutcome<ResultOf<J>>>;
   enqueue<J extends AnyJob>(job: J, payload: PayloadOf<J>, opts?: EnqueueOptions): Promise<{ jobId: string }>;
   /**

@@ -107,11 +107,6 @@ export function createScoringJobs({
       const addresses = input.all ? await scores.allAddresses() : [...new Set(input.agents ?? [])];
       // A score an organization set holds until it (or the model over its own agents) changes it.
       if (!input.all) await assertKnown(scores, addresses, actor);
-      // The model is the same for everyone; who asked for it is still on record.
-      await audit.record(actor, 'score.recompute', null, {
-        all: input.all === true,
-        agents: input.all ? addresses.length : addresses,
-      });
       const children = [];
       for (let i = 0; i < addresses.length; i += chunkSize) {
         children.push({ job: jobs.recomputeChunk, payload: { agents: addresses.slice(i, i + chunkSize) } });
@@ -120,6 +115,16 @@ export function createScoringJobs({
         jobs.recompute,
         { agents: addresses.length, chunks: children.length, organizationId: actor.organizationId },
         children,
+        {
+          // The model is the same for everyone; who asked for it is still on record, once it is
+          // queued: a queue that is away (503) leaves no entry for a recomputation that never ran.
+          onQueued: (jobId) =>
+            audit.record(actor, 'score.recompute', null, {
+              all: input.all === true,
+              agents: input.all ? addresses.length : addresses,
+              jobId,
+            }),
+        },
       );
     },
 
