@@ -241,6 +241,31 @@ describe('POST /api/scores/anomaly-check', () => {
     expect(stored).toEqual([{ organization_id: 'default' }, { organization_id: 'default' }]);
   });
 
+  it('judges a transaction checked after it was recorded as it judged it before', async () => {
+    const agent = await createAgent(t.app);
+    const now = Math.floor(t.clock.now.getTime() / 1000);
+    for (let i = 0; i < 6; i++) await recordTx(t.app, agent, { amount: '1000', timestamp: now - 86_400 * (i + 1) });
+    const txHash = randomTxHash();
+    const check = async () =>
+      successEnvelope(anomalyResult).parse(
+        (await post(t.app, '/api/scores/anomaly-check', { agent, amount: '1000', type: 0, txHash })).json(),
+      ).data;
+    const before = await check();
+    const recorded = await post(t.app, '/api/transactions/record', {
+      agent,
+      txHash,
+      amount: '1000',
+      type: 0,
+      timestamp: now,
+    });
+    expect(recorded.statusCode, recorded.body).toBe(201);
+    const after = await check();
+    expect(after.factors).toEqual(before.factors);
+    // Another transaction recorded this hour does count.
+    await recordTx(t.app, agent, { amount: '1000', timestamp: now });
+    expect((await check()).factors.frequency.value).toBeGreaterThan(before.factors.frequency.value);
+  });
+
   it('accepts any well-formed address, with no history', async () => {
     const res = await post(t.app, '/api/scores/anomaly-check', { agent: randomAddress(), amount: '1', type: 0 });
     expect(res.json().data).toMatchObject({ riskScore: 0, flags: [{ code: 'NO_HISTORY' }] });

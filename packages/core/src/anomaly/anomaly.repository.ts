@@ -12,13 +12,15 @@ export interface TransactionHistory {
 
 /**
  * The agent's recorded transactions between `since` and `now`: count and failures (of every
- * asset), count and volume in `asset` ('' the native unit), and the count since `hourAgo`.
+ * asset), count and volume in `asset` ('' the native unit), and the count since `hourAgo`; all
+ * but `exceptTxHash` (the checked transaction itself when it is already recorded).
  */
 export async function transactionHistory(
   db: Executor,
   agent: string,
   asset: string,
   window: { since: Date; hourAgo: Date; now: Date },
+  exceptTxHash: string | null = null,
 ): Promise<TransactionHistory> {
   const result = await sql<TransactionHistory>`
     SELECT count(*)::int AS count30d,
@@ -26,9 +28,8 @@ export async function transactionHistory(
            (count(*) FILTER (WHERE asset = ${asset}))::int AS asset_count30d,
            coalesce(sum(amount) FILTER (WHERE asset = ${asset}), 0)::text AS volume30d,
            (count(*) FILTER (WHERE occurred_at >= ${window.hourAgo}))::int AS last_hour
-    FROM transactions WHERE agent = ${agent} AND occurred_at >= ${window.since} AND occurred_at <= ${window.now}`.execute(
-    db,
-  );
+    FROM transactions WHERE agent = ${agent} AND occurred_at >= ${window.since} AND occurred_at <= ${window.now}
+      AND tx_hash IS DISTINCT FROM ${exceptTxHash}`.execute(db);
   return result.rows[0] ?? { count30d: 0, failed30d: 0, asset_count30d: 0, volume30d: '0', last_hour: 0 };
 }
 

@@ -35,7 +35,8 @@ export function createAnomalyService({ db, clock, sanctions, verification, thres
     const hourAgo = new Date(now.getTime() - HOUR_MS);
     const [agent, h, latest] = await Promise.all([
       findAgent(executor, input.agent),
-      repo.transactionHistory(executor, input.agent, input.asset ?? '', { since, hourAgo, now }),
+      // A transaction checked after it was recorded is the one judged, not also its own history.
+      repo.transactionHistory(executor, input.agent, input.asset ?? '', { since, hourAgo, now }, input.txHash ?? null),
       verification.latest(input.agent, executor),
     ]);
     // The agent, its owner and the counterparty, against the active list (none: said, and a match).
