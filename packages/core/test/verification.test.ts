@@ -303,6 +303,32 @@ describe('verify', () => {
     expect(stored.map((v) => v.score)).toEqual([420, 420, 420, 420, 50, 50]);
   });
 
+  it('evaluates again when the facts change between its read and its store, and stores only the current', async () => {
+    const agent = await insertAgent({ owner: null, firstSeenDaysAgo: 3, score: 420 });
+    let answer!: () => void;
+    const answered = new Promise<void>((resolve) => {
+      answer = resolve;
+    });
+    const chain: Pick<ChainReader, 'hasCode' | 'owner'> = {
+      hasCode: async () => {
+        await answered;
+        return { ok: true, value: true };
+      },
+      owner: async () => ({ ok: true, value: null }),
+    };
+    const { verify, executed } = verifier(chain);
+    const verifying = verify(agent);
+    // The facts are read (no transaction yet); while the chain is still being asked, one is recorded.
+    await expect.poll(() => executed.length).toBe(1);
+    await insertTx(agent, 1);
+    answer();
+    const result = await verifying;
+    expect(result.checks.activityLevel).toBe(true);
+    // The read, the store that found the facts changed, the store of the current ones.
+    expect(executed).toEqual(['RawNode', 'RawNode', 'RawNode']);
+    expect((await verificationsOf(agent)).map((v) => v.checks.activityLevel)).toEqual([true]);
+  });
+
   it('reads the chain: bytecode alongside the read, owner() for an agent with an owner', async () => {
     const owner = randomAddress();
     const agent = await insertAgent({ owner, firstSeenDaysAgo: 10, score: 800 });

@@ -30,6 +30,8 @@ export interface VerificationDeps {
 }
 
 const DAY_MS = 86_400_000;
+/** Conditional stores of one verification before the last, which stores what it found. */
+const MAX_STORE_ATTEMPTS = 3;
 /** Addresses whose last facts a process remembers; the one remembered longest ago is forgotten first. */
 const REMEMBERED_ADDRESSES = 10_000;
 
@@ -126,7 +128,11 @@ export function createVerificationService({ db, clock, chain, thresholds, events
      * read starts at once; owner() is asked once the facts say the agent has an owner.
      * An address verified before: its remembered facts are evaluated and stored in one
      * statement if still current. Otherwise (or when they changed): the facts read, then
-     * evaluated and stored.
+     * evaluated and stored. Either way the store is conditional on the facts it was evaluated
+     * from: a list imported or a transaction recorded while the chain was read makes it
+     * evaluate the current facts again, so a verification never lands as the latest with facts
+     * that had already changed when it was stored. Facts that keep changing (an agent recording
+     * without pause) are stored as found on the last attempt.
      */
     async verify(address: string): Promise<VerificationResult> {
       const now = clock();
@@ -141,15 +147,13 @@ export function createVerificationService({ db, clock, chain, thresholds, events
         return ownerRead;
       };
 
-      const known = remembered.get(address);
-      let facts = known ?? (await repo.readVerificationFacts(db, address, since));
-      let expected = known ? known.fingerprint : null;
-      for (;;) {
+      let facts = remembered.get(address) ?? (await repo.readVerificationFacts(db, address, since));
+      for (let attempt = 1; ; attempt++) {
         const [codeFact, ownerFact] = await Promise.all([code, onChainOwner(facts)]);
         const { result, screenings } = evaluate(address, facts, codeFact, ownerFact, now);
         const outcome = await repo.storeVerification(db, {
           since,
-          expected,
+          expected: attempt < MAX_STORE_ATTEMPTS ? facts.fingerprint : null,
           screenings,
           snapshotId: facts.snapshot_id,
           verification: result,
@@ -161,9 +165,8 @@ export function createVerificationService({ db, clock, chain, thresholds, events
           if (outcome.announced) events?.committed();
           return result;
         }
-        // The remembered facts were stale: evaluate the current ones, and store whatever they are.
+        // The facts changed since they were read (or remembered): evaluate the current ones.
         facts = outcome.facts;
-        expected = null;
       }
     },
 
