@@ -1,4 +1,6 @@
 import { createServer, type Server } from 'node:http';
+import { erc8004Options } from '@vouch/config';
+import { createChainReader, createErc8004Service } from '@vouch/core';
 import { sql } from '@vouch/db';
 import { erc8004FeedbackResult, scoreBreakdown, successEnvelope } from '@vouch/schemas';
 import {
@@ -305,6 +307,40 @@ describe('the ERC-8004 indexer', () => {
     await expect.poll(() => storedScore(account(5)), { timeout: 10_000 }).toBe(gained.score);
   });
 
+  it('a run that ends behind a head that moved on stops a positive adjustment; a current run gives it back', async () => {
+    // The client of standing 800 now rates the identity (account 5's since the transfer) 100.
+    await registries.giveFeedback(account(3), 0n, { value: 100n, tag1: 'starred' });
+    await indexConfirmed();
+    await rescore(account(5));
+    const holder = await breakdownOf(account(5));
+    expect(holder.erc8004.adjustment).toBeGreaterThan(0);
+    expect(await storedScore(account(5))).toBe(holder.score);
+    // The head moves on, and a run out of time before its first range publishes it unreached.
+    await chain.mine(CONFIRMATIONS + 5);
+    const asked: string[] = [];
+    const hurried = createErc8004Service({
+      db: t.database.db,
+      clock: () => t.clock.now,
+      audit: t.services.audit,
+      chain: createChainReader(chain.url, 3000),
+      options: { ...erc8004Options(t.runtime.config), fetchTimeoutMs: 3000, runBudgetMs: -1 },
+      onAgentsChanged: (agents) => asked.push(...agents),
+    });
+    expect(await hurried.index()).toMatchObject({ ranges: 0, caughtUp: false });
+    const behind = await breakdownOf(account(5));
+    expect(behind.erc8004).toMatchObject({ status: 'behind', applied: false });
+    // The agents standing for rated identities are scored again: without the adjustment.
+    expect(asked).toContain(account(5));
+    await rescore(account(5));
+    expect(await storedScore(account(5))).toBe(holder.modelScore);
+    // A run that brings the index up to the head again has them scored with it.
+    const refreshed = vi.spyOn(t.services.scoring, 'refresh');
+    await t.services.erc8004.index();
+    expect(refreshed.mock.calls.map(([agent]) => agent)).toContain(account(5));
+    refreshed.mockRestore();
+    await expect.poll(() => storedScore(account(5)), { timeout: 10_000 }).toBe(holder.score);
+  });
+
   it('a node that is down fails the run, keeps the cursors, and stops a positive adjustment', async () => {
     const cursors = async () =>
       (
@@ -312,9 +348,6 @@ describe('the ERC-8004 indexer', () => {
           n: string;
         }>`SELECT string_agg(next_block::text, ',' ORDER BY registry) AS n FROM erc8004_cursors`.execute(t.database.db)
       ).rows[0]?.n;
-    // The client of standing 800 now rates the identity (account 5's since the transfer) 100.
-    await registries.giveFeedback(account(3), 0n, { value: 100n, tag1: 'starred' });
-    await indexConfirmed();
     await rescore(account(5));
     const before = await cursors();
     const holder = await breakdownOf(account(5));

@@ -46,6 +46,8 @@ export interface Erc8004Options {
   feedbackFetch: FetchMode;
   /** A feedback file not read within this long is given up (tried again in a later run, three times in all). */
   fetchTimeoutMs: number;
+  /** A run stops after this long and leaves the rest to the next (default RUN_BUDGET_MS). */
+  runBudgetMs?: number | undefined;
 }
 
 export interface Erc8004Deps {
@@ -424,10 +426,17 @@ export function createErc8004Service({ db, clock, audit, chain, options, onAgent
      * ranges of ERC8004_BLOCK_RANGE blocks, each applied together with its cursor's move in one
      * transaction that first checks the cursor is still where the range began (a repeated or
      * concurrent run applies nothing twice). A node that fails leaves the cursor where it was.
+     * Feedback raises a score only while the index is current: a run after which it is current
+     * and was not before, or was and is not (it failed, or ended behind a head that moved on),
+     * has every agent standing for a rated identity scored again.
      */
     async index() {
       if (!chain) return { chainId: null, ranges: 0, events: 0, files: 0, caughtUp: true };
       const started = Date.now();
+      const budgetMs = options.runBudgetMs ?? RUN_BUDGET_MS;
+      const wasCurrent = (await indexState().catch(() => null))?.status === 'current';
+      /** The agents standing for rated identities, scored again as the index starts or stops vouching. */
+      const holders = () => repo.agentsWithFeedback(db, options).catch(() => [] as string[]);
       let chainId: number | undefined;
       try {
         chainId = await chain.chainId();
@@ -452,7 +461,7 @@ export function createErc8004Service({ db, clock, audit, chain, options, onAgent
               await repo.touchCursor(db, { ...cursorKey, now: clock() });
               break;
             }
-            if (Date.now() - started > RUN_BUDGET_MS) {
+            if (Date.now() - started > budgetMs) {
               caughtUp = false;
               break;
             }
@@ -509,7 +518,8 @@ export function createErc8004Service({ db, clock, audit, chain, options, onAgent
         }
         await repo.publishHead(db, { chainId, registries: registries.map((r) => r.address), head, now: clock() });
         const files = await readFiles(touched);
-        if (touched.size || former.size) {
+        const isCurrent = (await indexState().catch(() => null))?.status === 'current';
+        if (touched.size || former.size || isCurrent !== wasCurrent) {
           const agents = new Set([
             ...(await repo.agentsOfIdentities(db, {
               chainId,
@@ -517,6 +527,7 @@ export function createErc8004Service({ db, clock, audit, chain, options, onAgent
               agentIds: [...touched],
             })),
             ...(await repo.knownAgents(db, [...former])),
+            ...(isCurrent !== wasCurrent ? await holders() : []),
           ]);
           if (agents.size) onAgentsChanged?.([...agents]);
         }
@@ -525,7 +536,6 @@ export function createErc8004Service({ db, clock, audit, chain, options, onAgent
         const message = error instanceof Error ? error.message : String(error);
         // The index stops vouching: scores that hold a positive adjustment are refreshed without
         // it (fails closed), once, as the index goes from current to failing.
-        const wasCurrent = (await indexState().catch(() => null))?.status === 'current';
         await repo
           .cursorFailed(db, {
             registries: registries.map((r) => r.address),
@@ -535,8 +545,8 @@ export function createErc8004Service({ db, clock, audit, chain, options, onAgent
           })
           .catch(() => {});
         if (wasCurrent) {
-          const holders = await repo.agentsWithFeedback(db, options).catch(() => []);
-          if (holders.length) onAgentsChanged?.(holders);
+          const agents = await holders();
+          if (agents.length) onAgentsChanged?.(agents);
         }
         throw error;
       }
