@@ -314,7 +314,8 @@ describe('verify', () => {
         await answered;
         return { ok: true, value: true };
       },
-      owner: async () => ({ ok: true, value: null }),
+      // The agent has no owner: owner() is never asked.
+      owner: async () => ({ ok: false, reason: 'not asked', unreachable: false }),
     };
     const { verify, executed } = verifier(chain);
     const verifying = verify(agent);
