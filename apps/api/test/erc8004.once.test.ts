@@ -353,6 +353,11 @@ describe('the ERC-8004 indexer', () => {
     const holder = await breakdownOf(account(5));
     expect(holder.erc8004.adjustment).toBeGreaterThan(0);
     expect(await storedScore(account(5))).toBe(holder.score);
+    // No run for more than five intervals: the index reads unavailable, yet the stored score still
+    // holds what the last run left it with.
+    await sql`UPDATE erc8004_cursors SET last_ok_at = last_ok_at - interval '6 hours'`.execute(t.database.db);
+    expect((await breakdownOf(account(5))).erc8004.status).toBe('unavailable');
+    expect(await storedScore(account(5))).toBe(holder.score);
     const refreshed = vi.spyOn(t.services.scoring, 'refresh');
     await chain.close();
     await expect(t.services.erc8004.index()).rejects.toThrow(/chain read failed/);

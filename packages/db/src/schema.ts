@@ -272,8 +272,8 @@ export interface SanctionsScreeningsTable {
 
 export interface AnomalyChecksTable {
   id: Generated<string>;
-  /** The organization that asked for the check: only it reads it back (enrich). */
-  organization_id: string;
+  /** The organization that asked for the check: only it reads it back (enrich). Null: made before checks had one, on an install of several. */
+  organization_id: string | null;
   agent: string;
   tx_hash: string | null;
   amount: Uint256 | null;

@@ -68,15 +68,15 @@ export interface QueueReport {
 
 export type QueueReports = Record<QueueName, QueueReport>;
 
-/**
- * The job interface the API uses, whatever carries the jobs: BullMQ over Redis
- * or the in-process runner. Payloads are validated against the registry first.
- */
 export interface FlowOptions {
   waitMs?: number;
   onQueued?: (jobId: string) => Promise<void>;
 }
 
+/**
+ * The job interface the API uses, whatever carries the jobs: BullMQ over Redis
+ * or the in-process runner. Payloads are validated against the registry first.
+ */
 export interface JobRunner {
   readonly kind: 'bullmq' | 'in-process';
   /** Enqueue and wait up to the wait timeout; `pending` when the wait runs out. */

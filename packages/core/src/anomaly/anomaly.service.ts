@@ -1,7 +1,6 @@
 import type { DB, Kysely } from '@vouch/db';
 import { findAgent } from '../agents/agents.repository.ts';
 import type { SanctionsService } from '../sanctions/sanctions.service.ts';
-import { DEFAULT_ORGANIZATION } from '../shared/actor.ts';
 import { type Clock, toUnixSeconds } from '../shared/clock.ts';
 import type { VerificationService } from '../verification/verification.service.ts';
 import { type AnomalyResult, type AnomalyThresholds, evaluateAnomaly } from './anomaly.model.ts';
@@ -69,17 +68,14 @@ export function createAnomalyService({ db, clock, sanctions, verification, thres
   return {
     assess,
 
-    /**
-     * Scores a prospective (or just made) transaction against the agent's history; stored as the
-     * organization's that asked (a job queued before checks were kept per organization: the default one's).
-     */
+    /** Scores a prospective (or just made) transaction against the agent's history; stored as the organization's that asked. */
     async check(
-      input: AnomalyInput & { organizationId?: string | undefined },
+      input: AnomalyInput & { organizationId: string },
     ): Promise<AnomalyResult & { agent: string; checkedAt: number }> {
       const now = clock();
       const result = await assess(input, now);
       await repo.insertAnomalyCheck(db, {
-        organization_id: input.organizationId ?? DEFAULT_ORGANIZATION,
+        organization_id: input.organizationId,
         agent: input.agent,
         tx_hash: input.txHash ?? null,
         amount: input.amount,

@@ -1,5 +1,6 @@
 import type { jobs, Processor } from '@vouch/jobs';
 import type { Services } from '../services.ts';
+import { DEFAULT_ORGANIZATION } from '../shared/actor.ts';
 
 export const verifyProcessor =
   (services: Services): Processor<typeof jobs.verify> =>
@@ -13,5 +14,6 @@ export const sanctionsProcessor =
 
 export const anomalyProcessor =
   (services: Services): Processor<typeof jobs.anomaly> =>
-  (payload) =>
-    services.anomaly.check(payload);
+  ({ organizationId, ...input }) =>
+    // Every producer names the organization (checks.service.ts); the payload schema keeps it optional.
+    services.anomaly.check({ ...input, organizationId: organizationId ?? DEFAULT_ORGANIZATION });

@@ -314,7 +314,11 @@ export function createErc8004Service({ db, clock, audit, chain, options, onAgent
     return pending.length;
   }
 
-  async function indexState(executor: Kysely<DB> = db): Promise<IndexState> {
+  /**
+   * The index's state. `asLastLeft`: as the last run left it, however long ago (the state the
+   * scores stored since then were computed in, while no run has come to age it).
+   */
+  async function indexState(executor: Kysely<DB> = db, asLastLeft = false): Promise<IndexState> {
     const cursors = await repo.currentCursors(executor, [options.identityRegistry, options.reputationRegistry]);
     const none = { chainId: null, indexedToBlock: null, headBlock: null, checkedAt: null };
     if (!chain) {
@@ -364,7 +368,7 @@ export function createErc8004Service({ db, clock, audit, chain, options, onAgent
       return { status: 'not_indexed', detail: 'the indexer has not run through yet', ...state };
     }
     const now = clock().getTime();
-    if (!checkedAt || now - checkedAt.getTime() > STALE_INTERVALS * options.intervalMs) {
+    if (!checkedAt || (!asLastLeft && now - checkedAt.getTime() > STALE_INTERVALS * options.intervalMs)) {
       return {
         status: 'unavailable',
         detail: `the index was last brought up to date ${checkedAt ? `at ${checkedAt.toISOString()}` : 'never'}`,
@@ -428,13 +432,17 @@ export function createErc8004Service({ db, clock, audit, chain, options, onAgent
      * concurrent run applies nothing twice). A node that fails leaves the cursor where it was.
      * Feedback raises a score only while the index is current: a run after which it is current
      * and was not before, or was and is not (it failed, or ended behind a head that moved on),
-     * has every agent standing for a rated identity scored again.
+     * has every agent standing for a rated identity scored again. "Was" is as the last run left
+     * it and as it is now: after a pause of the runs the stored scores may hold adjustments made
+     * while it was current, and lack those of scores made once it had aged.
      */
     async index() {
       if (!chain) return { chainId: null, ranges: 0, events: 0, files: 0, caughtUp: true };
       const started = Date.now();
       const budgetMs = options.runBudgetMs ?? RUN_BUDGET_MS;
-      const wasCurrent = (await indexState().catch(() => null))?.status === 'current';
+      const current = async (asLastLeft = false) =>
+        (await indexState(db, asLastLeft).catch(() => null))?.status === 'current';
+      const [wasCurrent, leftCurrent] = [await current(), await current(true)];
       /** The agents standing for rated identities, scored again as the index starts or stops vouching. */
       const holders = () => repo.agentsWithFeedback(db, options).catch(() => [] as string[]);
       let chainId: number | undefined;
@@ -518,8 +526,9 @@ export function createErc8004Service({ db, clock, audit, chain, options, onAgent
         }
         await repo.publishHead(db, { chainId, registries: registries.map((r) => r.address), head, now: clock() });
         const files = await readFiles(touched);
-        const isCurrent = (await indexState().catch(() => null))?.status === 'current';
-        if (touched.size || former.size || isCurrent !== wasCurrent) {
+        const isCurrent = await current();
+        const standingChanged = isCurrent !== wasCurrent || isCurrent !== leftCurrent;
+        if (touched.size || former.size || standingChanged) {
           const agents = new Set([
             ...(await repo.agentsOfIdentities(db, {
               chainId,
@@ -527,7 +536,7 @@ export function createErc8004Service({ db, clock, audit, chain, options, onAgent
               agentIds: [...touched],
             })),
             ...(await repo.knownAgents(db, [...former])),
-            ...(isCurrent !== wasCurrent ? await holders() : []),
+            ...(standingChanged ? await holders() : []),
           ]);
           if (agents.size) onAgentsChanged?.([...agents]);
         }
@@ -544,7 +553,7 @@ export function createErc8004Service({ db, clock, audit, chain, options, onAgent
             ...(chainId !== undefined && { chainId }),
           })
           .catch(() => {});
-        if (wasCurrent) {
+        if (leftCurrent) {
           const agents = await holders();
           if (agents.length) onAgentsChanged?.(agents);
         }
