@@ -1,6 +1,6 @@
 import { lookup } from 'node:dns/promises';
 import { hostname } from 'node:os';
-import { isPrivateAddress, MAX_ATTEMPTS, RETRY_SCHEDULE_MS } from '@vouch/core';
+import { isPrivateAddress, MAX_ATTEMPTS, RETRY_SCHEDULE_MS, systemActor } from '@vouch/core';
 import { sql } from '@vouch/db';
 import { RunAgainLater } from '@vouch/jobs';
 import {
@@ -16,6 +16,7 @@ import {
   createAgentWithBudget,
   createTestApp,
   eventsSettled,
+  holdTransaction,
   listAllEvents,
   lockWaiters,
   post,
@@ -830,5 +831,56 @@ describe('a replay of a second holding more than one call’s events', () => {
     } finally {
       await ctx.close();
     }
+  });
+});
+
+describe('a delivery fanned out as its endpoint was being disabled', () => {
+  it('fails alone: the endpoint’s other deliveries keep their own runs, and go out once it is on again', async () => {
+    const created = await createWebhook({ eventTypes: ['webhook.disabled'] });
+    receiver.answer(() => ({ status: 503 }));
+    await request('POST', `/api/webhooks/${created.id}/test`);
+    await request('POST', `/api/webhooks/${created.id}/test`);
+    const pending = await deliveriesUntil(created.id, (ds) => ds.length === 2 && ds.every((d) => d.attempts === 1));
+    const [first, second] = pending.map((d) => String(d.id).slice(4)) as [string, string];
+    await sql`UPDATE webhook_deliveries SET not_before = NULL WHERE webhook_id = ${created.id}`.execute(t.database.db);
+    // Turned off as a fan-out racing the disabling leaves it: its deliveries still pending.
+    await sql`UPDATE webhooks SET enabled = false WHERE id = ${created.id}`.execute(t.database.db);
+    expect(await t.services.webhooks.deliver(first, 1)).toEqual({ status: 'failed', attempts: 1 });
+    expect((await deliveries(created.id)).map((d) => d.status).sort()).toEqual(['failed', 'pending']);
+    // On again: the other one is sent.
+    await sql`UPDATE webhooks SET enabled = true WHERE id = ${created.id}`.execute(t.database.db);
+    receiver.answer(() => ({ status: 200 }));
+    expect(await t.services.webhooks.deliver(second, 1)).toMatchObject({ status: 'succeeded' });
+  });
+});
+
+describe.runIf(inject('testDbMode') === 'postgres')('an organization’s first two endpoints created at once', () => {
+  it('the first still hears of an event committed while it was being created', async () => {
+    const org = `wh-first-${Date.now()}`;
+    await t.services.organizations.create(systemActor(), { id: org, name: org });
+    const actor = systemActor(org);
+    const url = (n: number) => `${receiver.url.replace('/hooks', '')}/hooks/first-${org}-${n}`;
+    // An event of the organization, written by a transaction older than both creations; it
+    // commits while the first is under way, with the first endpoint's time (the test's clock).
+    const older = await holdTransaction(t.database.db, async (trx) => {
+      await sql`SELECT pg_current_xact_id()`.execute(trx);
+      await t.services.events.append(trx, actor, 'webhook.test', null, { webhookId: 'wh_x', message: 'meanwhile' });
+    });
+    // The first creation waits, its endpoint and dispatch position written, for the audit log's head.
+    const audit = await holdTransaction(t.database.db, (trx) =>
+      sql`SELECT 1 FROM audit_heads WHERE organization_id = ${org} FOR UPDATE`.execute(trx),
+    );
+    const first = t.services.webhooks.create(actor, { url: url(1), eventTypes: ['webhook.test'] });
+    await until(async () => (await lockWaiters(t.database.db)) >= 1, 10_000, 20);
+    await older.release();
+    const second = t.services.webhooks.create(actor, { url: url(2), eventTypes: ['webhook.test'] });
+    await until(async () => (await lockWaiters(t.database.db)) >= 2, 10_000, 20);
+    await audit.release();
+    const [w1] = await Promise.all([first, second]);
+    await t.services.webhooks.dispatch();
+    const { rows } = await sql<{ message: string }>`
+      SELECT e.data->>'message' AS message FROM webhook_deliveries d JOIN events e ON e.id = d.event_id
+      WHERE d.webhook_id = ${w1.id}`.execute(t.database.db);
+    expect(rows).toEqual([{ message: 'meanwhile' }]);
   });
 });

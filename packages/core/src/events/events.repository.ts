@@ -182,8 +182,12 @@ export async function lockDispatch(db: Executor): Promise<void> {
 /**
  * Starts fanning out the organization's events from now on, as its first webhook is created: its
  * dispatch position moves to the horizon unless it has webhooks already (whose position must stay).
+ * Webhooks of one organization are created one at a time from here to their commit: the statement
+ * below then runs in a snapshot that sees the webhook created just before, where it would otherwise
+ * move the position of that first webhook on past events it is owed.
  */
 export async function startDispatch(db: Executor, organizationId: string): Promise<void> {
+  await sql`SELECT pg_advisory_xact_lock(740013, hashtext(${organizationId}))`.execute(db);
   await sql`
     INSERT INTO event_dispatch (organization_id, txid, event_id)
     VALUES (${organizationId}, ${horizon}, 0)

@@ -290,6 +290,15 @@ export async function failPending(db: Executor, webhookId: string, error: string
     .execute();
 }
 
+/** Fails one pending delivery of this run while its endpoint is disabled; false when it is not (any more). */
+export async function failIfDisabled(db: Executor, deliveryId: string, run: number, error: string): Promise<boolean> {
+  const result = await sql`
+    UPDATE webhook_deliveries d SET status = 'failed', next_attempt_at = NULL, last_error = ${error}
+    WHERE d.id = ${deliveryId}::bigint AND d.run = ${run} AND d.status = 'pending'
+      AND EXISTS (SELECT 1 FROM webhooks w WHERE w.id = d.webhook_id AND NOT w.enabled)`.execute(db);
+  return (result.numAffectedRows ?? 0n) > 0n;
+}
+
 /** Sends a delivery again in a new run (its attempts start over); returns its id and run. */
 export async function restartDelivery(
   db: Executor,

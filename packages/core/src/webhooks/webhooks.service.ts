@@ -281,11 +281,13 @@ export function createWebhooksService({
   return {
     async create(actor: Actor, input: CreateWebhookInput) {
       checkTarget(input.url);
-      const now = clock();
       const secret = newSecret();
+      let now = clock();
       const row = await db.transaction().execute(async (trx) => {
-        // The organization's first webhook: its events are fanned out from now on.
+        // The organization's first webhook: its events are fanned out from now on. Its time is
+        // taken after that: an event committed before the position was set is older than it.
         await events.startDispatch(trx, actor.organizationId);
+        now = clock();
         const row = await repo.insertWebhook(trx, {
           id: newWebhookId(),
           organizationId: actor.organizationId,
@@ -515,8 +517,11 @@ export function createWebhooksService({
       if (target.run !== run || target.status !== 'pending')
         return { status: target.status, attempts: target.attempts };
       if (!target.enabled) {
-        await repo.failPending(db, target.webhook_id, 'the endpoint is disabled');
-        return { status: 'failed' as const, attempts: target.attempts };
+        // Fanned out as the endpoint was being disabled: this delivery fails, unless the endpoint
+        // was turned on again since it was read (then it runs again and is sent).
+        if (await repo.failIfDisabled(db, deliveryId, run, 'the endpoint is disabled'))
+          return { status: 'failed' as const, attempts: target.attempts };
+        throw new RunAgainLater(1_000, 'the endpoint was turned on again');
       }
       // Run again before its wait was over (its worker was lost after storing the last attempt,
       // before the job went back to wait): it waits out the rest.
