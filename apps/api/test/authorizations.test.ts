@@ -54,6 +54,15 @@ async function readBudget(agent: string, asset?: string) {
 const code = (res: { json(): unknown }) => failureEnvelope.parse(res.json()).error.code;
 
 describe('holds', () => {
+  it('keep the decision they are made for, a time-ordered id', async () => {
+    const agent = await createAgentWithBudget(t.app, limits);
+    const decisionId = '01a21f18-c889-7b9e-b44b-459f36b17ea8';
+    const made = await t.services.authorizations.authorize(systemActor(), agent, { amount: '5', decisionId });
+    const res = await get(t.app, `/api/budgets/${agent}/authorizations/${made.authorizationId}`);
+    expect(res.statusCode, res.body).toBe(200);
+    expect(res.json().data).toMatchObject({ decisionId, status: 'held', amount: '5' });
+  });
+
   it('reserve against every limit at once, and count as spent for every later spend and hold', async () => {
     const agent = await createAgentWithBudget(t.app, limits);
     const h = await held(agent, { amount: '600', counterparty: `0x${'c'.repeat(40)}`, metadata: { order: 'o-1' } });

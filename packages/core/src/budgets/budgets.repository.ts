@@ -239,7 +239,7 @@ export async function reserve(
       INSERT INTO authorizations (organization_id, agent, asset, amount, counterparty, metadata, status,
         day_start, month_start, expires_at, created_at, updated_at, decision_id, actor_key_id)
       SELECT organization_id, agent, asset, input.amount, input.counterparty, ${v.metadata ? JSON.stringify(v.metadata) : null}::jsonb,
-        ${v.holdStatus ?? 'held'}, day_start, month_start, input.expires_at, ${v.now}, ${v.now}, ${v.decisionId ?? null}::bigint,
+        ${v.holdStatus ?? 'held'}, day_start, month_start, input.expires_at, ${v.now}, ${v.now}, ${v.decisionId ?? null}::text,
         ${v.audit.actorKeyId}
       FROM upd CROSS JOIN input WHERE ${kind === 'hold' ? sql`last_refusal IS NULL` : sql`false`}
       RETURNING id
