@@ -655,6 +655,27 @@ describe('holds and approvals', () => {
     expect(outcomes).toEqual(cases.map(([what]) => [what, 'allow', ['POLICY_REVIEW', 'APPROVAL_REDEEMED'], true]));
   });
 
+  it('a grant held before midnight pays with its hold after it, however much the new day has spent', async () => {
+    const saved = t.clock.now;
+    try {
+      t.clock.set('2026-06-10T23:50:00Z');
+      const { agent, cp } = await reviewsAbove200();
+      const review = await decideOk({ agent, amount: '300', counterparty: cp, hold: true });
+      expect(review.decision).toBe('review');
+      t.clock.set('2026-06-11T00:10:00Z');
+      expect((await post(t.app, `/api/approvals/${review.approvalId}/approve`, {})).statusCode).toBe(200);
+      // The new day spends 800 of its 1,000; the hold is yesterday's.
+      expect((await post(t.app, `/api/budgets/${agent}/spend`, { amount: '800' })).statusCode).toBe(200);
+      const redeemed = await decideOk({ agent, amount: '300', counterparty: cp, approvalId: review.approvalId });
+      expect([redeemed.decision, codes(redeemed)]).toEqual(['allow', ['POLICY_REVIEW', 'APPROVAL_REDEEMED']]);
+      expect(redeemed.authorization?.authorizationId).toBe(review.authorization?.authorizationId);
+      // Beside it, no more than the new day's room.
+      expect(codes(await decideOk({ agent, amount: '201' }))).toContain('DAILY_LIMIT');
+    } finally {
+      t.clock.set(saved);
+    }
+  });
+
   it('a denied review releases its hold; an unanswered one expires with it', async () => {
     const agent = await createAgentWithBudget(t.app, limits);
     await setPolicy(agent, [{ name: 'all', action: 'review' }]);

@@ -222,7 +222,14 @@ export function createDecisionsService(deps: DecisionsDeps) {
       const agentStanding = standingOf(standing);
       // A grant redeemed with its hold already reserved pays with that hold, which is this payment:
       // the budget, velocity and the counterparty's total are judged without it, not with it twice.
-      const check = budgets.checkAnswer(budget && ownHold ? withoutHold(budget, ownHold) : budget, input.amount, now);
+      // The hold already counts in the windows it was made in, as its capture would: the day or
+      // month limit does not refuse it again (a hold made before midnight, redeemed after it, is
+      // not this day's). Sanctions and the per-payment limit, judged first, still do.
+      const judged = budgets.checkAnswer(budget && ownHold ? withoutHold(budget, ownHold) : budget, input.amount, now);
+      const check =
+        ownHold && (judged.reason === 'DAILY_LIMIT' || judged.reason === 'MONTHLY_LIMIT')
+          ? { ...judged, allowed: true, reason: null }
+          : judged;
       const exceptHold = ownHold?.id ?? null;
       const since = (seconds: number) => new Date(now.getTime() - seconds * 1000);
       const facts: PolicyFacts = {
