@@ -9,7 +9,7 @@ import {
   unionLists,
 } from '@vouch/core';
 import { type Database, migrations, sql } from '@vouch/db';
-import { createTestDatabase, createTestRuntime, randomAddress } from '@vouch/testkit';
+import { createTestDatabase, createTestRuntime, randomAddress, seedScoredAgents } from '@vouch/testkit';
 import { Migrator } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
@@ -82,6 +82,32 @@ describe('importing a list', () => {
       content_hash: BUNDLED_SNAPSHOT_HASH,
     });
   });
+});
+
+describe('an import on an install with more registered agents than a statement has parameters', () => {
+  it('re-screens every one of them and re-scores the one it lists', async () => {
+    // 70,000 > 65,535, the most parameters one statement may carry.
+    const agents = await seedScoredAgents(database.db, 70_000);
+    try {
+      const bundled = await readListDirectory(BUNDLED_SANCTIONS_DIR);
+      const listed = agents[12_345] as string;
+      const result = await services.sanctions.importSnapshot({
+        name: 'with one agent more',
+        snapshotDate: '2026-11-26',
+        lists: { ...bundled, ETH: [...(bundled.ETH ?? []), listed] },
+      });
+      expect(result?.changedAgents).toEqual([{ address: listed, sanctioned: true }]);
+      const owed = await sql<{ n: number }>`
+        SELECT count(*)::int AS n FROM sanctions_snapshots WHERE rescored_at IS NULL`.execute(database.db);
+      expect(owed.rows).toEqual([{ n: 0 }]);
+    } finally {
+      await services.sanctions.restoreBundled({ force: true });
+      await sql`DELETE FROM sanctions_screenings WHERE address = ANY(${agents}::text[])`.execute(database.db);
+      await sql`DELETE FROM transactions WHERE agent = ANY(${agents}::text[])`.execute(database.db);
+      await sql`DELETE FROM score_events WHERE agent = ANY(${agents}::text[])`.execute(database.db);
+      await sql`DELETE FROM agents WHERE address = ANY(${agents}::text[])`.execute(database.db);
+    }
+  }, 120_000);
 });
 
 describe('the migration that added content hashes', () => {

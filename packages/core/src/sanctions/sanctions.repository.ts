@@ -1,4 +1,4 @@
-import { type DB, type Kysely, type RawBuilder, sql } from '@vouch/db';
+import { type DB, type Kysely, type RawBuilder, type Selectable, sql } from '@vouch/db';
 import { agentEventCtes } from '../events/events.repository.ts';
 import type { ScreeningRefusal } from './sanctions.model.ts';
 
@@ -13,17 +13,29 @@ export function activeSnapshot(db: Executor) {
   return activeSnapshotQuery(db).selectAll().executeTakeFirst();
 }
 
-/** Matches of the given addresses in the active snapshot. */
-export async function matches(db: Executor, addresses: string[]): Promise<Map<string, string[]>> {
-  if (addresses.length === 0) return new Map();
-  const rows = await db
-    .selectFrom('sanctions_entries as e')
-    .innerJoin('sanctions_snapshots as s', 's.id', 'e.snapshot_id')
-    .select(['e.address', 'e.lists'])
-    .where('s.is_active', '=', true)
-    .where('e.address', 'in', addresses)
-    .execute();
-  return new Map(rows.map((r) => [r.address, r.lists]));
+type SnapshotRow = Selectable<DB['sanctions_snapshots']>;
+
+/**
+ * The active snapshot and the entries of the given addresses in it, read in one statement, so
+ * both are of one moment (an import committing meanwhile is seen whole or not at all); the
+ * addresses travel as one array, however many (every registered agent, after an import). No
+ * active snapshot: none, and no matches.
+ */
+export async function activeMatches(
+  db: Executor,
+  addresses: string[],
+): Promise<{ snapshot: SnapshotRow | undefined; matches: Map<string, string[]> }> {
+  const { rows } = await sql<SnapshotRow & { matched_address: string | null; matched_lists: string[] | null }>`
+    SELECT s.*, e.address AS matched_address, e.lists AS matched_lists
+    FROM sanctions_snapshots s
+    LEFT JOIN sanctions_entries e ON e.snapshot_id = s.id AND e.address = ANY(${addresses}::text[])
+    WHERE s.is_active`.execute(db);
+  const first = rows[0];
+  if (!first) return { snapshot: undefined, matches: new Map() };
+  const { matched_address: _address, matched_lists: _lists, ...snapshot } = first;
+  const matches = new Map<string, string[]>();
+  for (const row of rows) if (row.matched_address !== null) matches.set(row.matched_address, row.matched_lists ?? []);
+  return { snapshot, matches };
 }
 
 export async function addressesOf(db: Executor, snapshotId: string): Promise<string[]> {

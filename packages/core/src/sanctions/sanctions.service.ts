@@ -124,7 +124,7 @@ export function createSanctionsService({ db, clock, rescore, cache, events }: Sa
   /** Screens addresses against the active snapshot and keeps each screening. */
   async function screenMany(addresses: string[], options: { record?: boolean } = {}): Promise<ScreeningResult[]> {
     const now = clock();
-    const [snapshot, matched] = await Promise.all([repo.activeSnapshot(db), repo.matches(db, addresses)]);
+    const { snapshot, matches: matched } = await repo.activeMatches(db, addresses);
     const results = addresses.map((address) => {
       const lists = matched.get(address) ?? [];
       return {
@@ -244,7 +244,7 @@ export function createSanctionsService({ db, clock, rescore, cache, events }: Sa
       // Past the cache (inside a transaction, or without one): the active snapshot and these
       // addresses' entries, not the whole list.
       const addresses = [agent, owner, counterparty].filter((a): a is string => a !== null);
-      const [snapshot, matched] = await Promise.all([repo.activeSnapshot(executor), repo.matches(executor, addresses)]);
+      const { snapshot, matches: matched } = await repo.activeMatches(executor, addresses);
       const on = (address: string | null) => snapshot !== undefined && address !== null && matched.has(address);
       return {
         list: snapshot ? sourceOf(snapshot) : null,
