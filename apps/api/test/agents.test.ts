@@ -224,6 +224,8 @@ describe('GET /api/agents (list)', () => {
       'minScore=',
       'maxScore=1e3',
       'cursor=zzz',
+      // A cursor of a time no Date holds (9e15 ms), for the recent order.
+      `sort=recent&cursor=${Buffer.from(JSON.stringify([9e15, `0x${'0'.repeat(40)}`])).toString('base64url')}`,
       'registered=yes',
       'foo=1',
     ]) {

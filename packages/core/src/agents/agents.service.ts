@@ -67,6 +67,9 @@ function encodeCursor(cursor: repo.ListCursor): string {
   return Buffer.from(JSON.stringify([cursor.key, cursor.address])).toString('base64url');
 }
 
+/** The furthest time from 1970 a JavaScript Date holds, in ms. */
+const MAX_DATE_MS = 8.64e15;
+
 function decodeCursor(cursor: string): repo.ListCursor {
   try {
     const parsed: unknown = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8'));
@@ -74,6 +77,8 @@ function decodeCursor(cursor: string): repo.ListCursor {
       Array.isArray(parsed) &&
       parsed.length === 2 &&
       Number.isSafeInteger(parsed[0]) &&
+      // A score, or a time in ms that a Date can hold (±8.64e15): another would fail as a parameter.
+      Math.abs(parsed[0]) <= MAX_DATE_MS &&
       typeof parsed[1] === 'string' &&
       /^0x[0-9a-f]{40}$/.test(parsed[1])
     ) {
