@@ -50,16 +50,22 @@ describe('readiness, job metrics and the dashboard with BullMQ on a disposable R
     });
   });
 
-  /** Registers a new agent (Postgres) and sends it a batch score (the queue); returns the batch answer. */
-  async function registerAndBatch(score: number) {
+  /** Registers a new agent (Postgres, not the queue); returns its address. */
+  async function register() {
     const address = randomAddress();
-    const register = await t.app.inject({
+    const res = await t.app.inject({
       method: 'POST',
       url: '/api/agents/register',
       payload: { address },
       headers: admin,
     });
-    expect(register.statusCode).toBe(201);
+    expect(res.statusCode).toBe(201);
+    return address;
+  }
+
+  /** Registers a new agent and sends it a batch score (the queue); returns the batch answer. */
+  async function registerAndBatch(score: number) {
+    const address = await register();
     return t.app.inject({
       method: 'POST',
       url: '/api/agents/batch-scores',
@@ -160,14 +166,7 @@ describe('readiness, job metrics and the dashboard with BullMQ on a disposable R
 
   /** Registers a new agent and asks for its recomputation; returns the agent and the answer. */
   async function registerAndRecompute() {
-    const address = randomAddress();
-    const register = await t.app.inject({
-      method: 'POST',
-      url: '/api/agents/register',
-      payload: { address },
-      headers: admin,
-    });
-    expect(register.statusCode).toBe(201);
+    const address = await register();
     const res = await t.app.inject({
       method: 'POST',
       url: '/api/scores/recompute',
