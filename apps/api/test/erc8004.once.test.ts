@@ -228,6 +228,22 @@ describe('the ERC-8004 indexer', () => {
     expect(b.erc8004.adjustment).toBe(0);
   });
 
+  it('indexes strings with NUL characters, which anyone may write on the chain, without them', async () => {
+    // The identity's own wallet (account 6): self-related, so it counts nothing either way.
+    const given = await registries.giveFeedback(account(6), 0n, {
+      value: 1n,
+      tag1: 'a\u0000b',
+      tag2: '\u0000',
+      endpoint: 'https://x.example/\u0000',
+    });
+    expect(given.status).toBe('success');
+    await indexConfirmed();
+    const { rows } = await sql<{ tag1: string; tag2: string; endpoint: string }>`
+      SELECT tag1, tag2, endpoint FROM erc8004_feedback WHERE tx_hash = ${given.hash}`.execute(t.database.db);
+    expect(rows).toEqual([{ tag1: 'ab', tag2: '', endpoint: 'https://x.example/' }]);
+    expect((await breakdownOf(account(1))).erc8004.status).toBe('current');
+  });
+
   it('a repeated or concurrent run, or a range read again, changes nothing', async () => {
     const snapshotOf = async () =>
       (

@@ -91,6 +91,9 @@ describe('ERC-8004 feedback weights', () => {
       }),
     ).toEqual({ fromAddress: `0x${'a'.repeat(40)}`, toAddress: null, chainId: '1', txHash });
     expect(proofOfPaymentIn({ proofOfPayment: { txHash: '0x12' } })).toBeNull();
+    // A chain id is digits: a NUL (which jsonb refuses) or a name is none.
+    for (const chainId of ['\u0000', 'base', '1\u0000', -1])
+      expect(proofOfPaymentIn({ proofOfPayment: { chainId, txHash } })?.chainId, String(chainId)).toBeNull();
     expect(proofOfPaymentIn('x')).toBeNull();
   });
 });

@@ -176,7 +176,11 @@ export function proofOfPaymentIn(file: unknown): ProofOfPayment | null {
   return {
     fromAddress: address(p.fromAddress),
     toAddress: address(p.toAddress),
-    chainId: typeof p.chainId === 'string' || typeof p.chainId === 'number' ? String(p.chainId) : null,
+    // A chain id is digits (EIP-155); anything else (a NUL, which jsonb refuses, say) is none.
+    chainId:
+      (typeof p.chainId === 'string' || typeof p.chainId === 'number') && /^\d{1,20}$/.test(String(p.chainId))
+        ? String(p.chainId)
+        : null,
     txHash,
   };
 }

@@ -73,6 +73,13 @@ const LISTED_ENTRIES = 100;
 
 const ZERO_HASH = `0x${'0'.repeat(64)}`;
 
+/**
+ * A string as anyone may write it on the chain, as PostgreSQL stores text: without NUL characters,
+ * which a text column refuses. One such string would otherwise fail its range on every run, and
+ * stop the index for good.
+ */
+const chainText = (value: string) => value.replaceAll('\u0000', '');
+
 export class Erc8004ReorgError extends Error {
   override name = 'Erc8004ReorgError';
 }
@@ -188,13 +195,17 @@ export function createErc8004Service({ db, clock, audit, chain, options, onAgent
             ...key,
             agentId,
             owner: event.args.owner.toLowerCase(),
-            uri: event.args.agentURI,
+            uri: chainText(event.args.agentURI),
           });
           touched.add(agentId);
           break;
         }
         case 'URIUpdated':
-          await repo.identityUri(trx, { ...key, agentId: event.args.agentId.toString(), uri: event.args.newURI });
+          await repo.identityUri(trx, {
+            ...key,
+            agentId: event.args.agentId.toString(),
+            uri: chainText(event.args.newURI),
+          });
           break;
         case 'MetadataSet': {
           if (event.args.metadataKey !== 'agentWallet') break;
@@ -229,10 +240,10 @@ export function createErc8004Service({ db, clock, audit, chain, options, onAgent
             feedbackIndex,
             value: a.value.toString(),
             decimals: a.valueDecimals,
-            tag1: a.tag1,
-            tag2: a.tag2,
-            endpoint: a.endpoint,
-            feedbackUri: a.feedbackURI,
+            tag1: chainText(a.tag1),
+            tag2: chainText(a.tag2),
+            endpoint: chainText(a.endpoint),
+            feedbackUri: chainText(a.feedbackURI),
             feedbackHash: a.feedbackHash.toLowerCase(),
             block: log.blockNumber,
             txHash: log.transactionHash,
@@ -251,7 +262,7 @@ export function createErc8004Service({ db, clock, audit, chain, options, onAgent
             client,
             feedbackIndex,
             responder: event.args.responder.toLowerCase(),
-            uri: event.args.responseURI,
+            uri: chainText(event.args.responseURI),
             hash: event.args.responseHash.toLowerCase(),
             block: log.blockNumber,
             txHash: log.transactionHash,
