@@ -158,6 +158,47 @@ describe('describePayment', () => {
     expect(described.ok && described.payment.amount).toBe('50000');
   });
 
+  it('reads the amount and the deadline of a Permit2 authorization from the fields its signature covers', () => {
+    // `value` and `validBefore` are EIP-3009's: beside a Permit2 authorization no signature covers them.
+    const base = permit2(PAYER, '7');
+    const inner = base.payload.permit2Authorization as Record<string, unknown>;
+    const dressed = {
+      ...base,
+      accepted: { ...requirements, scheme: 'upto', amount: '1' },
+      payload: {
+        ...base.payload,
+        permit2Authorization: { ...inner, value: '1', validBefore: String(nowSeconds + 60) },
+      },
+    };
+    expect(describePayment(dressed, requirements, NOW)).toMatchObject({
+      ok: false,
+      message: 'the payload accepts 1 but its authorization is signed for 50000',
+    });
+    const forever = {
+      ...base,
+      payload: {
+        ...base.payload,
+        permit2Authorization: { ...inner, deadline: (2n ** 256n - 1n).toString(), validBefore: String(nowSeconds) },
+      },
+    };
+    expect(describePayment(forever, requirements, NOW)).toMatchObject({
+      ok: false,
+      message: expect.stringMatching(/can settle until 1157920892/),
+    });
+  });
+
+  it('refuses a payload carrying both an EIP-3009 and a Permit2 authorization', () => {
+    const both = {
+      ...eip3009(),
+      payload: { ...eip3009().payload, permit2Authorization: permit2(PAYER, '7').payload.permit2Authorization },
+    };
+    expect(describePayment(both, requirements, NOW)).toMatchObject({
+      ok: false,
+      message: expect.stringMatching(/both an EIP-3009 and a Permit2 authorization/),
+    });
+    expect([payerOf(both), nonceOf(both)]).toEqual([null, null]);
+  });
+
   it('refuses what Vouch cannot judge, saying why', () => {
     const refused = (payload: PaymentPayloadLike, reqs = requirements) => {
       const d = describePayment(payload, reqs, NOW);

@@ -81,53 +81,68 @@ export function caip19(network: string, asset: string): string | null {
 }
 
 /**
- * The signed authorization inside an EVM payload: EIP-3009 (`authorization`, the `exact` scheme
- * on tokens such as USDC) or Permit2 (`permit2Authorization`, `exact` via Permit2 and `upto`).
+ * The signed authorization inside an EVM payload and its kind: EIP-3009 (`authorization`, the
+ * `exact` scheme on tokens such as USDC) or Permit2 (`permit2Authorization`, `exact` via Permit2
+ * and `upto`). A payload carrying both has none: which of them moves the money is not Vouch's to
+ * guess (the facilitator prefers Permit2, a reader of `authorization` would judge the other).
  */
-function authorizationOf(payload: PaymentPayloadLike): Record<string, unknown> | null {
+function authorizationOf(
+  payload: PaymentPayloadLike,
+): { kind: 'eip3009' | 'permit2'; fields: Record<string, unknown> } | null {
   const inner = payload.payload;
   if (!isRecord(inner)) return null;
-  if (isRecord(inner.authorization)) return inner.authorization;
-  if (isRecord(inner.permit2Authorization)) return inner.permit2Authorization;
+  const eip3009 = isRecord(inner.authorization) ? inner.authorization : null;
+  const permit2 = isRecord(inner.permit2Authorization) ? inner.permit2Authorization : null;
+  if (eip3009 && permit2) return null;
+  if (eip3009) return { kind: 'eip3009', fields: eip3009 };
+  if (permit2) return { kind: 'permit2', fields: permit2 };
   return null;
+}
+
+/** Whether the payload carries both an EIP-3009 and a Permit2 authorization (refused). */
+function carriesBoth(payload: PaymentPayloadLike): boolean {
+  const inner = payload.payload;
+  return isRecord(inner) && isRecord(inner.authorization) && isRecord(inner.permit2Authorization);
 }
 
 /** The payer's address (lowercase) as signed in the payload, or null. */
 export function payerOf(payload: PaymentPayloadLike): string | null {
-  const from = authorizationOf(payload)?.from;
+  const from = authorizationOf(payload)?.fields.from;
   return typeof from === 'string' && ADDRESS.test(from) ? from.toLowerCase() : null;
 }
 
 /** The authorization's nonce (EIP-3009: 32 bytes hex; Permit2: a decimal uint256), or null. */
 export function nonceOf(payload: PaymentPayloadLike): string | null {
-  const nonce = authorizationOf(payload)?.nonce;
+  const nonce = authorizationOf(payload)?.fields.nonce;
   if (typeof nonce !== 'string') return null;
   return /^0x[0-9a-fA-F]{1,64}$/.test(nonce) || UINT.test(nonce) ? nonce.toLowerCase() : null;
 }
 
 /**
  * The amount the payer signed for, in atomic units: EIP-3009's `value`, Permit2's
- * `permitted.amount`. This is what the facilitator checks against the requirements and what
- * moves; `accepted.amount` is the client's copy of the requirements, which no signature covers.
+ * `permitted.amount` — each read from its own kind of authorization only (a field the other
+ * kind's signature does not cover is ignored). This is what the facilitator checks against the
+ * requirements and what moves; `accepted.amount` is the client's copy of the requirements, which
+ * no signature covers.
  */
 export function signedAmountOf(payload: PaymentPayloadLike): string | null {
   const authorization = authorizationOf(payload);
+  if (!authorization) return null;
+  const { fields } = authorization;
   const amount =
-    authorization && 'value' in authorization
-      ? authorization.value
-      : isRecord(authorization?.permitted)
-        ? authorization.permitted.amount
-        : undefined;
+    authorization.kind === 'eip3009' ? fields.value : isRecord(fields.permitted) ? fields.permitted.amount : undefined;
   return typeof amount === 'string' && UINT.test(amount) ? amount : null;
 }
 
 /**
  * The signed time (unix seconds) after which the authorization cannot settle: EIP-3009's
- * `validBefore`, Permit2's `deadline`; null when there is none that reads as a uint256.
+ * `validBefore`, Permit2's `deadline`, each from its own kind only; null when there is none that
+ * reads as a uint256.
  */
 export function signedDeadlineOf(payload: PaymentPayloadLike): bigint | null {
   const authorization = authorizationOf(payload);
-  const deadline = authorization?.validBefore ?? authorization?.deadline;
+  if (!authorization) return null;
+  const deadline = authorization.kind === 'eip3009' ? authorization.fields.validBefore : authorization.fields.deadline;
   return typeof deadline === 'string' && UINT.test(deadline) ? BigInt(deadline) : null;
 }
 
@@ -168,6 +183,8 @@ export function describePayment(
   const asset = caip19(network, token);
   if (!asset) return refuse(`not an ERC-20 on an EVM network: ${network} ${token}`);
   if (!ADDRESS.test(payTo)) return refuse(`payTo is not an EVM address: ${payTo}`);
+  if (carriesBoth(payload))
+    return refuse('the payload carries both an EIP-3009 and a Permit2 authorization: which one moves is not clear');
   const payer = payerOf(payload);
   if (!payer) return refuse('the payload names no EVM payer (EIP-3009 or Permit2 authorization)');
   const nonce = nonceOf(payload);
