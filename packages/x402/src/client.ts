@@ -41,6 +41,10 @@ export class VouchRequestError extends Error {
   }
 }
 
+/** Sends of a call whose key another call of the same payment holds (409 IDEMPOTENCY_IN_PROGRESS), and the wait before the n-th resend (n × this). */
+const IN_PROGRESS_ATTEMPTS = 4;
+const IN_PROGRESS_WAIT_MS = 50;
+
 const authorization = z.object({
   authorizationId: z.string(),
   agent: z.string(),
@@ -146,11 +150,33 @@ export class VouchClient {
     return (await this.call('POST', '/api/verify/sanctions', screening, { body: { address } })).data;
   }
 
+  /**
+   * One call; one whose key another call of the same payment is still using (409
+   * IDEMPOTENCY_IN_PROGRESS) is sent again a few times, then refused as that request error: a
+   * payment sent many times at once is not an outage, and never passes as one (fail-open).
+   */
   private async call<T>(
     method: 'GET' | 'POST',
     path: string,
     schema: z.ZodType<T>,
     options: { body?: unknown; idempotencyKey?: string; key?: string | undefined } = {},
+  ): Promise<Answer<T>> {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await this.callOnce(method, path, schema, options);
+      } catch (error) {
+        const busy = error instanceof VouchRequestError && error.code === 'IDEMPOTENCY_IN_PROGRESS';
+        if (!busy || attempt >= IN_PROGRESS_ATTEMPTS) throw error;
+        await new Promise((resolve) => setTimeout(resolve, IN_PROGRESS_WAIT_MS * attempt));
+      }
+    }
+  }
+
+  private async callOnce<T>(
+    method: 'GET' | 'POST',
+    path: string,
+    schema: z.ZodType<T>,
+    options: { body?: unknown; idempotencyKey?: string; key?: string | undefined },
   ): Promise<Answer<T>> {
     const key = options.key ?? this.options.apiKey;
     const headers: Record<string, string> = {
@@ -189,7 +215,7 @@ export class VouchClient {
       const parsed = failure.safeParse(json);
       const code = parsed.success ? parsed.data.error.code : 'UNKNOWN';
       const message = parsed.success ? parsed.data.error.message : text.slice(0, 200);
-      if (response.status >= 500 || response.status === 429 || code === 'IDEMPOTENCY_IN_PROGRESS')
+      if (response.status >= 500 || response.status === 429)
         throw new VouchUnavailableError(`${method} ${path}: ${response.status} ${code}: ${message}`);
       throw new VouchRequestError(
         response.status,

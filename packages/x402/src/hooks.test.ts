@@ -117,21 +117,19 @@ function recordingLogger() {
 }
 
 describe('VouchClient', () => {
-  it('tells an outage (no answer in time, 5xx, 429, a decision in progress) from a refusal', async () => {
+  it('tells an outage (no answer in time, 5xx, 429) from a refusal, and a decision in progress from both', async () => {
     const client = new VouchClient({ url, timeoutMs: 200 });
     const body = { agent: PAYER } as never;
     script = () => ({ status: 0, hang: true });
     const started = performance.now();
     await expect(client.decide(body, 'k')).rejects.toBeInstanceOf(VouchUnavailableError);
     expect(performance.now() - started).toBeLessThan(2_000);
-    for (const reply of [
-      fail(503, 'SERVICE_UNAVAILABLE'),
-      fail(429, 'RATE_LIMITED'),
-      fail(409, 'IDEMPOTENCY_IN_PROGRESS'),
-    ]) {
+    for (const reply of [fail(503, 'SERVICE_UNAVAILABLE'), fail(429, 'RATE_LIMITED')]) {
       script = () => reply;
       await expect(client.decide(body, 'k')).rejects.toBeInstanceOf(VouchUnavailableError);
     }
+    script = () => fail(409, 'IDEMPOTENCY_IN_PROGRESS');
+    await expect(client.decide(body, 'k')).rejects.toMatchObject({ status: 409, code: 'IDEMPOTENCY_IN_PROGRESS' });
     script = () => ({ status: 502, body: '<html>bad gateway</html>' });
     await expect(client.decide(body, 'k')).rejects.toBeInstanceOf(VouchUnavailableError);
     script = () => fail(401, 'UNAUTHORIZED');
@@ -162,6 +160,23 @@ describe('the hooks', () => {
     script = () => fail(403, 'FORBIDDEN', { required: 'spend', scopes: ['read'] });
     const hooks = createVouchHooks({ url, failMode: 'open', logger: recordingLogger().logger });
     expect(await hooks.onBeforeSettle(ctx)).toMatchObject({ abort: true, reason: 'vouch_error:FORBIDDEN' });
+  });
+
+  it('sends again a call whose payment another call is still deciding, and refuses it, never failing open, if that goes on', async () => {
+    script = () => fail(409, 'IDEMPOTENCY_IN_PROGRESS');
+    const hooks = createVouchHooks({ url, failMode: 'open', logger: recordingLogger().logger });
+    expect(await hooks.onBeforeVerify(ctx)).toMatchObject({
+      abort: true,
+      reason: 'vouch_error:IDEMPOTENCY_IN_PROGRESS',
+    });
+    expect(seen.filter((s) => s.url === '/api/decisions')).toHaveLength(4);
+    // The other call finishes meanwhile: the stored decision is answered.
+    seen.length = 0;
+    let calls = 0;
+    script = (req) =>
+      req.url === '/api/decisions' && ++calls === 1 ? fail(409, 'IDEMPOTENCY_IN_PROGRESS') : ok(allow);
+    expect(await hooks.onBeforeVerify(ctx)).toBeUndefined();
+    expect(calls).toBe(2);
   });
 
   it('refuses a payment signed again under an identifier Vouch decided for another signature', async () => {
