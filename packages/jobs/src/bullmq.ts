@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import type { EventEmitter } from 'node:events';
 import {
   type ConnectionOptions,
   FlowProducer,
@@ -33,6 +34,9 @@ import {
   type QueueState,
   type RunOutcome,
 } from './runner.ts';
+
+/** How a job ended, as its events (or its state) tell it. */
+type Finish = { ok: true; value: unknown } | { ok: false; message: string };
 
 /** A producer command that takes longer than this counts as Redis being unavailable. */
 const COMMAND_TIMEOUT_MS = 2000;
@@ -226,6 +230,49 @@ export function createBullmqRunner(options: BullmqOptions): JobRunner & { queues
   }
 
   /**
+   * The job's end as its queue's events tell it within `waitMs`, or null (nothing came in time, or
+   * the queue is closing). BullMQ's `waitUntilFinished` does the same, but checks whether the job
+   * ended before its listeners were on inside a promise nothing awaits: a Redis that fails that
+   * check is an unhandled rejection, which ends the process. Here it is caught, and the wait's
+   * timer answers (after which the job's state is read again).
+   */
+  function finishOf(job: Job, queueEvents: QueueEvents, queue: Queue, waitMs: number): Promise<Finish | null> {
+    const id = job.id as string;
+    const completed = `completed:${id}`;
+    const failed = `failed:${id}`;
+    // Per-job events (`completed:<id>`) and `closing` are not in BullMQ's listener types.
+    const heard = queueEvents as unknown as EventEmitter;
+    const closes = queue as unknown as EventEmitter;
+    return new Promise((resolve) => {
+      const settle = (outcome: Finish | null) => {
+        clearTimeout(timer);
+        heard.off(completed, onCompleted);
+        heard.off(failed, onFailed);
+        closes.off('closing', onClosing);
+        resolve(outcome);
+      };
+      const onCompleted = (args: { returnvalue: unknown }) => settle({ ok: true, value: args.returnvalue });
+      const onFailed = (args: { failedReason: string }) => settle({ ok: false, message: args.failedReason });
+      const onClosing = () => settle(null);
+      const timer = setTimeout(() => settle(null), waitMs);
+      heard.on(completed, onCompleted);
+      heard.on(failed, onFailed);
+      closes.on('closing', onClosing);
+      // Ended before the listeners were on: its own state says so, read once the events are heard.
+      void (async () => {
+        await queueEvents.waitUntilReady();
+        const state = await job.getState();
+        if (state !== 'completed' && state !== 'failed') return;
+        const fresh = await Job.fromId(queue, id);
+        if (!fresh) return;
+        settle(
+          state === 'completed' ? { ok: true, value: fresh.returnvalue } : { ok: false, message: fresh.failedReason },
+        );
+      })().catch(() => {});
+    });
+  }
+
+  /**
    * Waits up to `waitMs` for the job's completion event, then answers from the job itself:
    * an event that lags or never arrives (a slow or blocked events connection) must not turn
    * a finished job into a 202, and a Redis that stops answering must not hold the caller
@@ -235,19 +282,12 @@ export function createBullmqRunner(options: BullmqOptions): JobRunner & { queues
     const queueEvents = events.get(def.queue);
     if (!queueEvents) throw new Error(`this process does not wait for jobs of ${def.queue} (awaitResults is off)`);
     const id = job.id as string;
-    // BullMQ starts its own timer only once the queue is ready; this one bounds the whole wait.
-    const finished = await within(
-      job.waitUntilFinished(queueEvents, waitMs).then(
-        (value) => ({ ok: true as const, value }),
-        (error: unknown) => ({ ok: false as const, message: error instanceof Error ? error.message : String(error) }),
-      ),
-      waitMs + 50,
-      null,
-    );
-    if (finished?.ok) return { state: 'completed', jobId: id, result: def.result.parse(finished.value) as R };
-    if (finished && !finished.message.includes('timed out before finishing')) throw failure(id, finished.message);
-
     const queue = queueFor(def);
+    // One timer bounds the whole wait, Redis answering or not.
+    const finished = await within(finishOf(job, queueEvents, queue, waitMs), waitMs + 50, null);
+    if (finished?.ok) return { state: 'completed', jobId: id, result: def.result.parse(finished.value) as R };
+    if (finished) throw failure(id, finished.message);
+
     const state = await within(
       job.getState().catch(() => 'unknown'),
       SETTLE_TIMEOUT_MS,
