@@ -178,6 +178,73 @@ describe('the in-process runner', () => {
     expect(calls.count).toBe(2);
   });
 
+  it('closes once a running job ends, even one that ends asking to run again, and runs nothing after', async () => {
+    let finish!: () => void;
+    const ran = { count: 0 };
+    const runner = createInProcessRunner({
+      execute: createExecutor({
+        processors: processorsWith(async () => {
+          ran.count++;
+          await new Promise<void>((resolve) => {
+            finish = resolve;
+          });
+          throw new RunAgainLater(1000);
+        }),
+      }),
+      concurrency: { scores: 1, checks: 1, recompute: 1, refresh: 1, maintenance: 1, webhooks: 1 },
+      waitMs: 60_000,
+    });
+    await runner.enqueue(jobs.sanctions, { address: ADDRESS });
+    // A second job waits for the queue's one lane.
+    await runner.enqueue(jobs.sanctions, { address: `0x${'b'.repeat(40)}` });
+    await vi.advanceTimersByTimeAsync(0);
+    expect(ran.count).toBe(1);
+    let closed = false;
+    const closing = runner.close().then(() => {
+      closed = true;
+    });
+    await vi.advanceTimersByTimeAsync(0);
+    expect(closed).toBe(false);
+    finish();
+    await vi.advanceTimersByTimeAsync(0);
+    await closing;
+    expect(closed).toBe(true);
+    // Neither the job that asked to run again nor the one that waited for its lane ran.
+    await vi.advanceTimersByTimeAsync(5000);
+    expect(ran.count).toBe(1);
+  });
+
+  it('keeps the dedupe id of a job queued while an earlier one with that id ran', async () => {
+    let finish!: () => void;
+    const ran = { count: 0 };
+    const runner = createInProcessRunner({
+      execute: createExecutor({
+        processors: processorsWith(async () => {
+          ran.count++;
+          if (ran.count === 1)
+            await new Promise<void>((resolve) => {
+              finish = resolve;
+            });
+          return screening;
+        }),
+      }),
+      concurrency: { scores: 1, checks: 1, recompute: 1, refresh: 1, maintenance: 1, webhooks: 1 },
+      waitMs: 60_000,
+    });
+    const dedupe = { dedupeId: 'screen-a' };
+    await runner.enqueue(jobs.sanctions, { address: ADDRESS }, dedupe);
+    await vi.advanceTimersByTimeAsync(0);
+    // The first runs; a second with its id is queued for later (the first no longer stands for it).
+    const second = await runner.enqueue(jobs.sanctions, { address: ADDRESS }, { ...dedupe, delayMs: 1000 });
+    finish();
+    await vi.advanceTimersByTimeAsync(0);
+    // The first's end does not drop the second's id: a third is the second.
+    const third = await runner.enqueue(jobs.sanctions, { address: ADDRESS }, dedupe);
+    expect(third.jobId).toBe(second.jobId);
+    await vi.advanceTimersByTimeAsync(2000);
+    expect(ran.count).toBe(2);
+  });
+
   it('fails after the last attempt with what the processor threw', async () => {
     const { runner, calls } = runnerFailing(() => true);
     const outcome = runner.run(jobs.sanctions, { address: ADDRESS });

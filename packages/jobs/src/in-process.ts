@@ -70,6 +70,8 @@ export function createInProcessRunner(options: InProcessOptions): JobRunner {
   const keep = options.keepFinished ?? 5000;
   let closed = false;
   const timers: NodeJS.Timeout[] = [];
+  /** Runs under way (or waiting for their lane): what close waits for. */
+  const running = new Set<Promise<void>>();
 
   function create(job: AnyJob, payload: unknown, status: JobStatus, key?: string): JobRecord {
     const parsed = job.payload.parse(payload);
@@ -101,13 +103,18 @@ export function createInProcessRunner(options: InProcessOptions): JobRunner {
     return record;
   }
 
+  /** A started job no longer stands for its dedupe id — unless a newer job took the id since. */
+  function forgetDedupe(record: JobRecord) {
+    if (record.dedupeId && dedupe.get(record.dedupeId) === record.info.id) dedupe.delete(record.dedupeId);
+  }
+
   function complete(record: JobRecord, result: unknown, error: JobInfo['error']) {
     record.info.status = error ? 'failed' : 'completed';
     record.info.result = result;
     record.info.error = error;
     record.info.progress = error ? record.info.progress : 100;
     record.info.finishedAt = Date.now();
-    if (record.dedupeId) dedupe.delete(record.dedupeId);
+    forgetDedupe(record);
     record.finish();
     // Forget the oldest finished jobs beyond the retention count.
     if (records.size > keep) {
@@ -123,7 +130,9 @@ export function createInProcessRunner(options: InProcessOptions): JobRunner {
     if (!lane) throw new Error(`no lane for queue ${record.job.queue}`);
     await lane.acquire();
     try {
-      if (record.dedupeId) dedupe.delete(record.dedupeId);
+      // Closed while it waited for its lane: it does not start.
+      if (closed) return;
+      forgetDedupe(record);
       record.info.status = 'active';
       const outcome = await options.execute({
         job: record.job,
@@ -173,7 +182,10 @@ export function createInProcessRunner(options: InProcessOptions): JobRunner {
 
   function schedule(record: JobRecord, delayMs = 0, childrenValues?: unknown[]) {
     const start = () => {
-      if (!closed) void execute(record, childrenValues);
+      if (closed) return;
+      const run = execute(record, childrenValues);
+      running.add(run);
+      void run.finally(() => running.delete(run));
     };
     if (delayMs > 0) setTimeout(start, delayMs).unref();
     else queueMicrotask(start);
@@ -232,9 +244,10 @@ export function createInProcessRunner(options: InProcessOptions): JobRunner {
         if (failed) {
           parentRecord.cause = failed.cause;
           complete(parentRecord, null, failed.info.error);
-        } else if (!closed)
-          void execute(
+        } else
+          schedule(
             parentRecord,
+            0,
             childRecords.map((r) => r.info.result),
           );
       });
@@ -290,8 +303,9 @@ export function createInProcessRunner(options: InProcessOptions): JobRunner {
     async close() {
       closed = true;
       for (const timer of timers) clearInterval(timer);
-      // Let running jobs finish; waiting ones are dropped with the process.
-      await Promise.all([...records.values()].filter((r) => r.info.status === 'active').map((r) => r.finished));
+      // Let running jobs finish their run (one that ends asking to run again is not run again);
+      // waiting ones are dropped with the process.
+      await Promise.all([...running]);
     },
   };
 }
