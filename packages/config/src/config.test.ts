@@ -97,6 +97,26 @@ describe('loadConfig', () => {
     expect(config.RATE_LIMIT).toBe(true);
     expect(config.CORS_ORIGINS).toBeUndefined();
     expect(queueConcurrency(config).scores).toBe(4);
+    // Numbers too: empty is the default, not 0.
+    const numbers = loadConfig({ VERIFY_MIN_SCORE: '', ERC8004_CONFIRMATIONS: ' ', PORT: '', JOB_WAIT_TIMEOUT_MS: '' });
+    expect([
+      numbers.VERIFY_MIN_SCORE,
+      numbers.ERC8004_CONFIRMATIONS,
+      numbers.PORT,
+      numbers.JOB_WAIT_TIMEOUT_MS,
+    ]).toEqual([100, 12, 3000, 10_000]);
+  });
+
+  it('refuses a time a timer cannot hold, and a Redis URL that is not one, naming the variable', () => {
+    expect(problem({ IDEMPOTENCY_PURGE_INTERVAL_MS: String(30 * 86_400_000) })).toMatch(
+      /IDEMPOTENCY_PURGE_INTERVAL_MS: /,
+    );
+    expect(problem({ SHUTDOWN_TIMEOUT_MS: '1e12' })).toMatch(/SHUTDOWN_TIMEOUT_MS: /);
+    expect(loadConfig({ JOB_WAIT_TIMEOUT_MS: '2147483647' }).JOB_WAIT_TIMEOUT_MS).toBe(2_147_483_647);
+    for (const REDIS_URL of ['redis.internal:6379', 'http://redis:6379', 'redis://', 'redis://h:6379/x'])
+      expect(problem({ REDIS_URL }), REDIS_URL).toMatch(/^invalid configuration: REDIS_URL: must be a redis:\/\//);
+    for (const REDIS_URL of ['redis://127.0.0.1:6379', 'rediss://user:pw@cache.example:6380/2', 'redis://h'])
+      expect(loadConfig({ REDIS_URL }).REDIS_URL).toBe(REDIS_URL);
   });
 });
 

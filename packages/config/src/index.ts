@@ -17,9 +17,20 @@ export const optionalString = z
   .optional()
   .transform((v) => (v === undefined || v.trim() === '' ? undefined : v.trim()));
 
+/**
+ * The largest number a setting may be: timers take at most 2^31 − 1 ms, and a larger delay fires at
+ * once (every millisecond for an interval) instead of failing.
+ */
+const MAX_SETTING = 2_147_483_647;
+/** A number setting; empty counts as unset (its default), not as 0. */
+const numberSetting = <T extends z.ZodType<number | undefined>>(schema: T) =>
+  optionalString.pipe(z.preprocess((v) => (v === undefined ? undefined : Number(v)), schema));
 /** A whole number > 0; refuses `abc`, `1.5`, `0` and the like with a message naming the value. */
-export const positiveInt = (fallback: number) => z.coerce.number().int().positive().default(fallback);
-const nonNegative = (fallback: number) => z.coerce.number().nonnegative().default(fallback);
+export const positiveInt = (fallback: number) =>
+  numberSetting(z.number().int().positive().max(MAX_SETTING).default(fallback));
+const nonNegative = (fallback: number) => numberSetting(z.number().nonnegative().max(MAX_SETTING).default(fallback));
+const nonNegativeInt = (fallback: number) =>
+  numberSetting(z.number().int().nonnegative().max(MAX_SETTING).default(fallback));
 const onOff = (fallback: 'on' | 'off') =>
   optionalString.pipe(z.enum(['on', 'off']).default(fallback)).transform((v) => v === 'on');
 const trueFalse = (fallback: 'true' | 'false') =>
@@ -120,9 +131,9 @@ const erc8004Env = {
   ERC8004_IDENTITY_REGISTRY: evmAddress('0x8004A169FB4a3325136EB29fA0ceB6D2e539a432'),
   ERC8004_REPUTATION_REGISTRY: evmAddress('0x8004BAa17C55a88189AE136b182e5fdA19dE9b63'),
   /** The first block the indexer reads (at or before the registries' deployment). */
-  ERC8004_START_BLOCK: z.coerce.number().int().nonnegative().default(0),
+  ERC8004_START_BLOCK: numberSetting(z.number().int().nonnegative().max(Number.MAX_SAFE_INTEGER).default(0)),
   /** Blocks below the head that are left unindexed: a reorganization shallower than this changes nothing indexed. */
-  ERC8004_CONFIRMATIONS: z.coerce.number().int().nonnegative().default(12),
+  ERC8004_CONFIRMATIONS: nonNegativeInt(12),
   /** Blocks per `eth_getLogs` request (providers cap the range). */
   ERC8004_BLOCK_RANGE: positiveInt(2000),
   /** How often the indexer runs. */
@@ -157,7 +168,15 @@ const ledgerEnv = {
 
 /** Queues and workers; docs/jobs.md. */
 const jobsEnv = {
-  REDIS_URL: optionalString,
+  REDIS_URL: optionalString.superRefine((value, ctx) => {
+    if (value === undefined) return;
+    const url = URL.canParse(value) ? new URL(value) : null;
+    if (!url || !['redis:', 'rediss:'].includes(url.protocol) || !url.hostname || !/^\/?\d*$/.test(url.pathname))
+      ctx.addIssue({
+        code: 'custom',
+        message: 'must be a redis:// or rediss:// URL with a host (and a database number)',
+      });
+  }),
   BULLMQ_PREFIX: z.string().default('vouch'),
   /** How long a request waits for its job before answering 202 with the job id. */
   JOB_WAIT_TIMEOUT_MS: positiveInt(10_000),
@@ -236,7 +255,7 @@ const eventsEnv = {
 
 /** The HTTP API and its edge (auth, limits, CORS); docs/edge.md. */
 const apiEnv = {
-  PORT: z.coerce.number().int().min(0).max(65535).default(3000),
+  PORT: numberSetting(z.number().int().min(0).max(65535).default(3000)),
   HOST: z.string().default('127.0.0.1'),
   TRUST_PROXY: trustProxy,
   BODY_LIMIT_BYTES: positiveInt(1024 * 1024),
