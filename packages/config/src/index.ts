@@ -191,7 +191,15 @@ const jobsEnv = {
   /** Housekeeping jobs (purges) run one at a time. */
   WORKER_CONCURRENCY_MAINTENANCE: positiveInt(1),
   /** How long a review waits for its approval (and a hold reserved for it) before both expire. */
-  APPROVAL_TTL_MS: positiveInt(86_400_000),
+  /** Not a timer: up to 30 days, the longest a hold (which a review may reserve) lasts. */
+  APPROVAL_TTL_MS: numberSetting(
+    z
+      .number()
+      .int()
+      .positive()
+      .max(30 * 86_400_000)
+      .default(86_400_000),
+  ),
   /** How often holds past their time are expired and released (and pending approvals with them). */
   HOLD_SWEEP_INTERVAL_MS: positiveInt(5000),
   /**
