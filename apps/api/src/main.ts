@@ -1,5 +1,5 @@
 import { authMode, disablePretenuring } from '@vouch/config';
-import { createRuntime, exitOnStartupFailure, loadConfig, type Runtime } from '@vouch/runtime';
+import { createRuntime, exitOnStartupFailure, loadConfig, stopOnSignals } from '@vouch/runtime';
 import { appDeps, buildApp } from './app.ts';
 
 /** config → runtime (database, jobs, services, workers) → app → listen; a stop closes them in reverse. */
@@ -28,31 +28,6 @@ async function start() {
     throw error;
   }
   stopOnSignals(runtime, app);
-}
-
-function stopOnSignals(runtime: Runtime, app: { close(): Promise<unknown> }) {
-  const { logger, config } = runtime;
-  let closing = false;
-  const shutdown = async (signal: string) => {
-    if (closing) return;
-    closing = true;
-    logger.info({ signal }, 'shutting down');
-    const deadline = setTimeout(() => {
-      logger.error('shutdown deadline passed; exiting');
-      process.exit(1);
-    }, config.SHUTDOWN_TIMEOUT_MS + 1000);
-    deadline.unref();
-    try {
-      await app.close(); // stop accepting, finish in-flight requests
-      await runtime.close();
-      process.exit(0);
-    } catch (err) {
-      logger.error({ err }, 'shutdown failed');
-      process.exit(1);
-    }
-  };
-  process.on('SIGTERM', () => void shutdown('SIGTERM'));
-  process.on('SIGINT', () => void shutdown('SIGINT'));
 }
 
 await start().catch((error: unknown) => exitOnStartupFailure(error, 'vouch-api'));

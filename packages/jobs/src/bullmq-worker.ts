@@ -94,21 +94,32 @@ export function startBullmqWorkers(options: BullmqWorkersOptions) {
     'workers started',
   );
 
+  let closing: Promise<void> | undefined;
+  /** Stops taking jobs, lets active ones finish until the deadline, then cuts the connections. */
+  async function close(deadlineMs: number): Promise<void> {
+    let timer: NodeJS.Timeout | undefined;
+    const graceful = Promise.all(workers.map((w) => w.close())).then(() => 'closed' as const);
+    graceful.catch(() => {}); // a close cut short by the disconnect below is not an unhandled rejection
+    const deadline = new Promise<'deadline'>((resolve) => {
+      timer = setTimeout(() => resolve('deadline'), deadlineMs);
+    });
+    const outcome = await Promise.race([graceful, deadline]);
+    clearTimeout(timer);
+    if (outcome === 'deadline') {
+      // close(true) on a worker already closing only waits for that close: its connections
+      // are cut instead, and the jobs still running are taken again by another worker once
+      // their locks lapse (stalled).
+      options.logger.warn({ deadlineMs }, 'workers did not finish before the deadline; disconnecting');
+      await Promise.allSettled(workers.map((w) => w.disconnect()));
+    }
+  }
+
   return {
     workers,
-    /** Stops taking jobs, lets active ones finish until the deadline, then closes hard. */
-    async close(deadlineMs: number): Promise<void> {
-      let timer: NodeJS.Timeout | undefined;
-      const graceful = Promise.all(workers.map((w) => w.close())).then(() => 'closed' as const);
-      const deadline = new Promise<'deadline'>((resolve) => {
-        timer = setTimeout(() => resolve('deadline'), deadlineMs);
-      });
-      const outcome = await Promise.race([graceful, deadline]);
-      clearTimeout(timer);
-      if (outcome === 'deadline') {
-        options.logger.warn({ deadlineMs }, 'workers did not finish before the deadline; closing hard');
-        await Promise.allSettled(workers.map((w) => w.close(true)));
-      }
+    /** As `close` above; a second call (the runtime's, after the signal's) gets the first one's end. */
+    close(deadlineMs: number): Promise<void> {
+      closing ??= close(deadlineMs);
+      return closing;
     },
   };
 }

@@ -1,4 +1,5 @@
 import { ConfigError } from '@vouch/config';
+import type { Runtime } from './runtime.ts';
 
 /**
  * Ends a process whose start failed with one clear line on stderr, never a stack trace: a bad
@@ -13,4 +14,36 @@ export function exitOnStartupFailure(error: unknown, name: string, doing = 'coul
     process.stderr.write(`${name}: ${doing}: ${message.split('\n')[0]}\n`);
   }
   process.exit(1);
+}
+
+/**
+ * On SIGTERM or SIGINT, stops the process within SHUTDOWN_TIMEOUT_MS (and a second): the server
+ * (when there is one) stops accepting and finishes its requests while this process's workers
+ * finish their jobs — both at once, each within the same deadline — then the runtime closes
+ * (queues, cache, database). Past the deadline the process exits anyway (1).
+ */
+export function stopOnSignals(runtime: Runtime, server?: { close(): Promise<unknown> }): void {
+  const { logger, config } = runtime;
+  let closing = false;
+  const shutdown = async (signal: string) => {
+    if (closing) return;
+    closing = true;
+    logger.info({ signal }, server ? 'shutting down' : 'shutting down: finishing active jobs');
+    const deadline = setTimeout(() => {
+      logger.error('shutdown deadline passed; exiting');
+      process.exit(1);
+    }, config.SHUTDOWN_TIMEOUT_MS + 1000);
+    deadline.unref();
+    try {
+      await Promise.all([server?.close(), runtime.workers?.close(config.SHUTDOWN_TIMEOUT_MS)]);
+      await runtime.close();
+      logger.info('stopped');
+      process.exit(0);
+    } catch (err) {
+      logger.error({ err }, 'shutdown failed');
+      process.exit(1);
+    }
+  };
+  process.on('SIGTERM', () => void shutdown('SIGTERM'));
+  process.on('SIGINT', () => void shutdown('SIGINT'));
 }
