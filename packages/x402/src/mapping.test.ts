@@ -107,6 +107,14 @@ describe('the payer, the nonce and the payment identifier', () => {
     expect(nonceOf(other)).toBeNull();
     expect(payerOf(permit2('not-an-address', '1'))).toBeNull();
     expect(nonceOf(permit2(PAYER, '-1'))).toBeNull();
+    // One spelling per value: a Permit2 nonce in hex is its decimal; EIP-3009's is 32 bytes.
+    expect(nonceOf(permit2(PAYER, '0x1F'))).toBe('31');
+    expect(nonceOf(permit2(PAYER, '31'))).toBe('31');
+    expect(nonceOf(permit2(PAYER, (2n ** 256n).toString()))).toBeNull();
+    const short = eip3009({
+      payload: { signature: '0x00', authorization: { ...(eip3009().payload.authorization as object), nonce: '0x1' } },
+    });
+    expect(nonceOf(short)).toBeNull();
   });
 
   it('takes the payment-identifier extension’s id only when it is a valid one', () => {

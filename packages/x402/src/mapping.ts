@@ -111,11 +111,19 @@ export function payerOf(payload: PaymentPayloadLike): string | null {
   return typeof from === 'string' && ADDRESS.test(from) ? from.toLowerCase() : null;
 }
 
-/** The authorization's nonce (EIP-3009: 32 bytes hex; Permit2: a decimal uint256), or null. */
+/**
+ * The authorization's nonce, in one spelling per value, or null: EIP-3009's is 32 bytes (0x and 64
+ * hex digits, lowercased); Permit2's is a uint256, written in decimal whether it came in decimal
+ * or in hex (`"1"` and `"0x1"` sign the same; two spellings must not make two payments of one).
+ */
 export function nonceOf(payload: PaymentPayloadLike): string | null {
-  const nonce = authorizationOf(payload)?.fields.nonce;
+  const authorization = authorizationOf(payload);
+  const nonce = authorization?.fields.nonce;
   if (typeof nonce !== 'string') return null;
-  return /^0x[0-9a-fA-F]{1,64}$/.test(nonce) || UINT.test(nonce) ? nonce.toLowerCase() : null;
+  if (authorization?.kind === 'eip3009') return /^0x[0-9a-fA-F]{64}$/.test(nonce) ? nonce.toLowerCase() : null;
+  if (!UINT.test(nonce) && !/^0x[0-9a-fA-F]{1,64}$/.test(nonce)) return null;
+  const value = BigInt(nonce);
+  return value <= MAX_UINT256 ? value.toString() : null;
 }
 
 /**
