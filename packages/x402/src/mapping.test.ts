@@ -340,5 +340,11 @@ describe('after settlement', () => {
     expect(releasesHold({ errorReason: 'settlement_pending' })).toBe(false);
     expect(releasesHold({ errorReason: 'invalid_exact_evm_nonce_already_used' })).toBe(false);
     expect(releasesHold(null)).toBe(false);
+    // Tokens moved with events that did not match, and any failure that names a broadcast transaction.
+    expect(releasesHold({ errorReason: 'invalid_exact_evm_transfer_event_mismatch' })).toBe(false);
+    expect(
+      releasesHold({ errorReason: 'invalid_exact_evm_transaction_failed', transaction: `0x${'1'.repeat(64)}` }),
+    ).toBe(false);
+    expect(releasesHold({ errorReason: 'invalid_exact_evm_transaction_failed', transaction: '' })).toBe(true);
   });
 });

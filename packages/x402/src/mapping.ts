@@ -335,18 +335,26 @@ export function settledAmountOf(result: { amount?: string }, requirements: { amo
 /**
  * Settlement failures after which the payment may still have moved money or been moved by
  * another attempt: the authorization's nonce was already used (a duplicate of a payment that
- * settled), or the transaction was broadcast and is not final. The hold is not voided then: it is
- * captured by the attempt that settled, or expires.
+ * settled), the transaction was broadcast and is not final, or it went through with events that
+ * did not match (the tokens moved). The hold is not voided then: it is captured by the attempt
+ * that settled, or expires.
  */
 const INDETERMINATE_FAILURES = new Set([
   'invalid_exact_evm_nonce_already_used',
   'permit2_invalid_nonce',
   'settlement_pending',
+  'invalid_exact_evm_transfer_event_mismatch',
 ]);
 
-/** Whether a failed settlement releases the hold: only a failure that moved no money for sure. */
+/**
+ * Whether a failed settlement releases the hold: only a failure that moved no money for sure. One
+ * that names a transaction was broadcast, whatever its reason says (a pending settlement the
+ * facilitator could not keep is reported under another reason): it may have moved money, and its
+ * hold stays until it expires.
+ */
 export function releasesHold(failure: { errorReason?: string; transaction?: string } | null): boolean {
   if (!failure) return false; // a thrown error (timeout, network): the outcome is not known
   if (failure.errorReason && INDETERMINATE_FAILURES.has(failure.errorReason)) return false;
+  if (typeof failure.transaction === 'string' && failure.transaction !== '') return false;
   return true;
 }
