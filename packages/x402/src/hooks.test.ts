@@ -196,6 +196,22 @@ describe('the hooks', () => {
     expect(seen).toEqual([]);
   });
 
+  it('decides about a payer whose signature only the chain can check once the facilitator verified it', async () => {
+    // 66 bytes: no EOA signature, so a smart wallet's (ERC-1271) as far as Vouch can tell.
+    const smart = {
+      ...ctx,
+      paymentPayload: { ...ctx.paymentPayload, payload: { authorization, signature: `0x${'ab'.repeat(66)}` } },
+    };
+    script = () => ok(allow);
+    const hooks = createVouchHooks({ url, logger: recordingLogger().logger });
+    // Before verification: nothing asked, nothing held — the payer is still only a claim.
+    expect(await hooks.onBeforeVerify(smart)).toBeUndefined();
+    expect(seen).toEqual([]);
+    // Before settlement (after the facilitator's verification): decided and held.
+    expect(await hooks.onBeforeSettle(smart)).toBeUndefined();
+    expect(seen.map((s) => `${s.method} ${s.url}`)).toEqual(['POST /api/decisions']);
+  });
+
   it('refuses a payment it cannot judge without asking Vouch', async () => {
     const hooks = createVouchHooks({ url, logger: recordingLogger().logger });
     const solana = { ...ctx, requirements: { ...requirements, network: 'solana:mainnet' } };

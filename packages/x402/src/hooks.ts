@@ -119,7 +119,7 @@ export function createVouchHooks(options: VouchHooksOptions) {
   }
 
   /** Before verification and before settlement: may this payment go on? */
-  async function gate(ctx: PaymentContext, phase: string): Promise<Abort | undefined> {
+  async function gate(ctx: PaymentContext, phase: 'verify' | 'settle'): Promise<Abort | undefined> {
     const described = describe(ctx);
     if (!described.ok) {
       log.warn({ phase, reason: described.reason }, `payment refused: ${described.message}`);
@@ -127,11 +127,16 @@ export function createVouchHooks(options: VouchHooksOptions) {
     }
     const payment = described.payment;
     // The payer is only a claim until its signature is checked: Vouch is asked about signed payments only.
-    if ((await signedByPayer(ctx.paymentPayload, ctx.requirements)) === false) {
+    const signed = await signedByPayer(ctx.paymentPayload, ctx.requirements);
+    if (signed === false) {
       const message = `the payload is not signed by the payer it names (${payment.payer})`;
       log.warn({ phase, ...facts(payment) }, `payment refused: ${message}`);
       return { abort: true, reason: 'vouch_unsigned_payment', message };
     }
+    // A signature only the chain can check (a smart wallet's, ERC-1271 or ERC-6492) is checked by
+    // the facilitator's verification: Vouch decides, and holds, before the settlement, once it is
+    // verified — never for a payer that is still only a claim.
+    if (signed === null && phase === 'verify') return undefined;
     try {
       const decision = await decisionOf(payment);
       const verdict = verdictOf(decision, options.onReview);
