@@ -115,19 +115,30 @@ describe('the in-process runner', () => {
     vi.useRealTimers();
   });
 
+  /** An in-process runner, one job at a time per queue, whose screenings `screen` does. */
+  const runnerWith = (screen: Processors['checks.sanctions'], waitMs = 60_000) =>
+    createInProcessRunner({
+      execute: createExecutor({ processors: processorsWith(screen) }),
+      concurrency: { scores: 1, checks: 1, recompute: 1, refresh: 1, maintenance: 1, webhooks: 1 },
+      waitMs,
+    });
+
+  /** A promise that ends when `release` is called. */
+  function gate() {
+    let release!: () => void;
+    const passed = new Promise<void>((resolve) => {
+      release = resolve;
+    });
+    return { passed, release };
+  }
+
   /** A runner whose screening fails on the calls `fails` says, counting the calls. */
   function runnerFailing(fails: (call: number) => boolean) {
     const calls = { count: 0 };
-    const runner = createInProcessRunner({
-      execute: createExecutor({
-        processors: processorsWith(async () => {
-          calls.count++;
-          if (fails(calls.count)) throw new Error(`failed call ${calls.count}`);
-          return screening;
-        }),
-      }),
-      concurrency: { scores: 1, checks: 1, recompute: 1, refresh: 1, maintenance: 1, webhooks: 1 },
-      waitMs: 60_000,
+    const runner = runnerWith(async () => {
+      calls.count++;
+      if (fails(calls.count)) throw new Error(`failed call ${calls.count}`);
+      return screening;
     });
     return { runner, calls };
   }
@@ -144,17 +155,11 @@ describe('the in-process runner', () => {
 
   it('runs a job that asks to run again after its delay, as often as it asks, without spending attempts', async () => {
     const calls = { count: 0 };
-    const runner = createInProcessRunner({
-      execute: createExecutor({
-        processors: processorsWith(async () => {
-          calls.count++;
-          if (calls.count <= 5) throw new RunAgainLater(60_000);
-          return screening;
-        }),
-      }),
-      concurrency: { scores: 1, checks: 1, recompute: 1, refresh: 1, maintenance: 1, webhooks: 1 },
-      waitMs: 3_600_000,
-    });
+    const runner = runnerWith(async () => {
+      calls.count++;
+      if (calls.count <= 5) throw new RunAgainLater(60_000);
+      return screening;
+    }, 3_600_000);
     const outcome = runner.run(jobs.sanctions, { address: ADDRESS });
     await vi.advanceTimersByTimeAsync(59_999);
     expect(calls.count).toBe(1);
@@ -179,20 +184,12 @@ describe('the in-process runner', () => {
   });
 
   it('closes once a running job ends, even one that ends asking to run again, and runs nothing after', async () => {
-    let finish!: () => void;
+    const running = gate();
     const ran = { count: 0 };
-    const runner = createInProcessRunner({
-      execute: createExecutor({
-        processors: processorsWith(async () => {
-          ran.count++;
-          await new Promise<void>((resolve) => {
-            finish = resolve;
-          });
-          throw new RunAgainLater(1000);
-        }),
-      }),
-      concurrency: { scores: 1, checks: 1, recompute: 1, refresh: 1, maintenance: 1, webhooks: 1 },
-      waitMs: 60_000,
+    const runner = runnerWith(async () => {
+      ran.count++;
+      await running.passed;
+      throw new RunAgainLater(1000);
     });
     await runner.enqueue(jobs.sanctions, { address: ADDRESS });
     // A second job waits for the queue's one lane.
@@ -205,7 +202,7 @@ describe('the in-process runner', () => {
     });
     await vi.advanceTimersByTimeAsync(0);
     expect(closed).toBe(false);
-    finish();
+    running.release();
     await vi.advanceTimersByTimeAsync(0);
     await closing;
     expect(closed).toBe(true);
@@ -215,28 +212,19 @@ describe('the in-process runner', () => {
   });
 
   it('keeps the dedupe id of a job queued while an earlier one with that id ran', async () => {
-    let finish!: () => void;
+    const first = gate();
     const ran = { count: 0 };
-    const runner = createInProcessRunner({
-      execute: createExecutor({
-        processors: processorsWith(async () => {
-          ran.count++;
-          if (ran.count === 1)
-            await new Promise<void>((resolve) => {
-              finish = resolve;
-            });
-          return screening;
-        }),
-      }),
-      concurrency: { scores: 1, checks: 1, recompute: 1, refresh: 1, maintenance: 1, webhooks: 1 },
-      waitMs: 60_000,
+    const runner = runnerWith(async () => {
+      ran.count++;
+      if (ran.count === 1) await first.passed;
+      return screening;
     });
     const dedupe = { dedupeId: 'screen-a' };
     await runner.enqueue(jobs.sanctions, { address: ADDRESS }, dedupe);
     await vi.advanceTimersByTimeAsync(0);
     // The first runs; a second with its id is queued for later (the first no longer stands for it).
     const second = await runner.enqueue(jobs.sanctions, { address: ADDRESS }, { ...dedupe, delayMs: 1000 });
-    finish();
+    first.release();
     await vi.advanceTimersByTimeAsync(0);
     // The first's end does not drop the second's id: a third is the second.
     const third = await runner.enqueue(jobs.sanctions, { address: ADDRESS }, dedupe);
