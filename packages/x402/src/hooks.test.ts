@@ -207,6 +207,12 @@ describe('the hooks', () => {
     // Before verification: nothing asked, nothing held — the payer is still only a claim.
     expect(await hooks.onBeforeVerify(smart)).toBeUndefined();
     expect(seen).toEqual([]);
+    // A verification that failed, or a resource not served, before settlement: nothing was held,
+    // and nothing is asked (asking would make the decision and the hold).
+    await hooks.onVerifyFailure(smart);
+    await hooks.onAfterVerify({ ...smart, result: { isValid: false } });
+    await hooks.onVerifiedPaymentCanceled({ ...smart, reason: 'handler failed' });
+    expect(seen).toEqual([]);
     // Before settlement (after the facilitator's verification): decided and held.
     expect(await hooks.onBeforeSettle(smart)).toBeUndefined();
     expect(seen.map((s) => `${s.method} ${s.url}`)).toEqual(['POST /api/decisions']);
@@ -295,6 +301,14 @@ describe('the hooks', () => {
     script = (req) => (req.url === '/api/decisions' ? ok(allow) : ok({ ...hold, status: 'voided' }));
     const hooks = createVouchHooks({ url, logger: recordingLogger().logger });
     await hooks.onSettleFailure({ ...ctx, error: new Error('facilitator timed out') });
+    expect(seen).toEqual([]);
+    // A failure that names the transaction it broadcast may have moved money: kept too.
+    const broadcast = Object.assign(new Error('failed'), {
+      name: 'SettleError',
+      errorReason: 'invalid_exact_evm_transaction_failed',
+      transaction: `0x${'cd'.repeat(32)}`,
+    });
+    await hooks.onSettleFailure({ ...ctx, error: broadcast });
     expect(seen).toEqual([]);
     const refused = Object.assign(new Error('invalid'), { name: 'SettleError', errorReason: 'insufficient_funds' });
     await hooks.onSettleFailure({ ...ctx, error: refused });

@@ -64,10 +64,12 @@ const consoleLogger: Logger = {
  * null when the settlement threw something else — a timeout or a lost connection, whose outcome
  * is not known.
  */
-function reportedFailure(error: unknown): { errorReason?: string } | null {
+function reportedFailure(error: unknown): { errorReason?: string; transaction?: string } | null {
   if (error instanceof Error && error.name === 'SettleError') {
-    const reason = (error as Error & { errorReason?: unknown }).errorReason;
-    return typeof reason === 'string' ? { errorReason: reason } : null;
+    const { errorReason, transaction } = error as Error & { errorReason?: unknown; transaction?: unknown };
+    if (typeof errorReason !== 'string') return null;
+    // The transaction it broadcast, if any: such a failure may have moved money (releasesHold).
+    return { errorReason, ...(typeof transaction === 'string' && { transaction }) };
   }
   return null;
 }
@@ -196,10 +198,14 @@ export function createVouchHooks(options: VouchHooksOptions) {
   }
 
   /** Releases the payment's hold, if it has one that is still held. */
-  async function release(ctx: PaymentContext, why: string): Promise<void> {
+  async function release(ctx: PaymentContext, why: string, phase: 'verify' | 'settle'): Promise<void> {
     const described = describe(ctx);
     if (!described.ok) return;
     const payment = described.payment;
+    // A payer whose signature only the chain can check is decided about before settlement only:
+    // before it (a verification that failed, a resource not served) nothing was held for it, and
+    // asking would make the decision and the hold — for a payer that may be a forgery.
+    if (phase === 'verify' && (await signedByPayer(ctx.paymentPayload, ctx.requirements)) !== true) return;
     try {
       const decision = await decisionOf(payment);
       const hold = decision.authorization;
@@ -309,22 +315,22 @@ export function createVouchHooks(options: VouchHooksOptions) {
     client,
     onBeforeVerify: (ctx: PaymentContext) => gate(ctx, 'verify'),
     onAfterVerify: async (ctx: PaymentContext & { result: { readonly isValid: boolean } }) => {
-      if (!ctx.result.isValid) await release(ctx, 'verification failed');
+      if (!ctx.result.isValid) await release(ctx, 'verification failed', 'verify');
       return undefined;
     },
     onVerifyFailure: async (ctx: PaymentContext) => {
-      await release(ctx, 'verification failed');
+      await release(ctx, 'verification failed', 'verify');
       return undefined;
     },
     onBeforeSettle: (ctx: PaymentContext) => gate(ctx, 'settle'),
     onAfterSettle: async (ctx: PaymentContext & { result: SettleResultLike }) => {
       // A facilitator hands failed settlements to its after-settle hooks too.
       if (ctx.result.success) await settled(ctx);
-      else if (releasesHold(ctx.result)) await release(ctx, `settlement failed: ${ctx.result.errorReason}`);
+      else if (releasesHold(ctx.result)) await release(ctx, `settlement failed: ${ctx.result.errorReason}`, 'settle');
     },
     onSettleFailure: async (ctx: PaymentContext & { error: unknown }) => {
       const failure = reportedFailure(ctx.error);
-      if (releasesHold(failure)) await release(ctx, `settlement failed: ${failure?.errorReason}`);
+      if (releasesHold(failure)) await release(ctx, `settlement failed: ${failure?.errorReason}`, 'settle');
       else
         log.warn(
           { err: ctx.error instanceof Error ? ctx.error.message : String(ctx.error) },
@@ -333,7 +339,8 @@ export function createVouchHooks(options: VouchHooksOptions) {
       return undefined;
     },
     onVerifiedPaymentCanceled: async (ctx: PaymentContext & { reason: string }) => {
-      await release(ctx, `the resource was not served (${ctx.reason})`);
+      // Before settlement (the resource's handler failed): as after verification.
+      await release(ctx, `the resource was not served (${ctx.reason})`, 'verify');
     },
   };
 }
