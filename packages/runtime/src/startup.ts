@@ -18,9 +18,9 @@ export function exitOnStartupFailure(error: unknown, name: string, doing = 'coul
 
 /**
  * On SIGTERM or SIGINT, stops the process within SHUTDOWN_TIMEOUT_MS (and a second): the server
- * (when there is one) stops accepting and finishes its requests while this process's workers
- * finish their jobs — both at once, each within the same deadline — then the runtime closes
- * (queues, cache, database). Past the deadline the process exits anyway (1).
+ * (when there is one) stops accepting and finishes its requests first — with this process's
+ * workers still running the jobs those requests wait for — then the workers finish theirs, and the
+ * runtime closes (queues, cache, database). Past the deadline the process exits anyway (1).
  */
 export function stopOnSignals(runtime: Runtime, server?: { close(): Promise<unknown> }): void {
   const { logger, config } = runtime;
@@ -35,7 +35,7 @@ export function stopOnSignals(runtime: Runtime, server?: { close(): Promise<unkn
     }, config.SHUTDOWN_TIMEOUT_MS + 1000);
     deadline.unref();
     try {
-      await Promise.all([server?.close(), runtime.workers?.close(config.SHUTDOWN_TIMEOUT_MS)]);
+      await server?.close();
       await runtime.close();
       logger.info('stopped');
       process.exit(0);
