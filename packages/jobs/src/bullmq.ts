@@ -230,8 +230,8 @@ export function createBullmqRunner(options: BullmqOptions): JobRunner & { queues
   }
 
   /**
-   * The job's end as its queue's events tell it within `waitMs`, or null (nothing came in time, or
-   * the queue is closing). BullMQ's `waitUntilFinished` does the same, but checks whether the job
+   * The job's end as its queue's events tell it within `waitMs`, or null (nothing came in time).
+   * BullMQ's `waitUntilFinished` does the same, but checks whether the job
    * ended before its listeners were on inside a promise nothing awaits: a Redis that fails that
    * check is an unhandled rejection, which ends the process. Here it is caught, and the wait's
    * timer answers (after which the job's state is read again).
@@ -240,24 +240,20 @@ export function createBullmqRunner(options: BullmqOptions): JobRunner & { queues
     const id = job.id as string;
     const completed = `completed:${id}`;
     const failed = `failed:${id}`;
-    // Per-job events (`completed:<id>`) and `closing` are not in BullMQ's listener types.
+    // Per-job events (`completed:<id>`) are not in BullMQ's listener types.
     const heard = queueEvents as unknown as EventEmitter;
-    const closes = queue as unknown as EventEmitter;
     return new Promise((resolve) => {
       const settle = (outcome: Finish | null) => {
         clearTimeout(timer);
         heard.off(completed, onCompleted);
         heard.off(failed, onFailed);
-        closes.off('closing', onClosing);
         resolve(outcome);
       };
       const onCompleted = (args: { returnvalue: unknown }) => settle({ ok: true, value: args.returnvalue });
       const onFailed = (args: { failedReason: string }) => settle({ ok: false, message: args.failedReason });
-      const onClosing = () => settle(null);
       const timer = setTimeout(() => settle(null), waitMs);
       heard.on(completed, onCompleted);
       heard.on(failed, onFailed);
-      closes.on('closing', onClosing);
       // Ended before the listeners were on: its own state says so, read once the events are heard.
       void (async () => {
         await queueEvents.waitUntilReady();
