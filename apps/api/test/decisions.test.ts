@@ -669,8 +669,9 @@ describe('holds and approvals', () => {
       const redeemed = await decideOk({ agent, amount: '300', counterparty: cp, approvalId: review.approvalId });
       expect([redeemed.decision, codes(redeemed)]).toEqual(['allow', ['POLICY_REVIEW', 'APPROVAL_REDEEMED']]);
       expect(redeemed.authorization?.authorizationId).toBe(review.authorization?.authorizationId);
-      // Beside it, no more than the new day's room.
+      // Beside it, the new day's room, 200, and no more: the hold is not counted in it.
       expect(codes(await decideOk({ agent, amount: '201' }))).toContain('DAILY_LIMIT');
+      expect((await decideOk({ agent, amount: '200' })).decision).toBe('allow');
     } finally {
       t.clock.set(saved);
     }

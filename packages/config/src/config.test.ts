@@ -116,6 +116,9 @@ describe('loadConfig', () => {
     // A duration that is no timer's: up to its own bound (an approval waits up to 30 days, as a hold lasts).
     expect(loadConfig({ APPROVAL_TTL_MS: String(30 * 86_400_000) }).APPROVAL_TTL_MS).toBe(2_592_000_000);
     expect(problem({ APPROVAL_TTL_MS: String(31 * 86_400_000) })).toMatch(/APPROVAL_TTL_MS: /);
+    expect(loadConfig({ WEBHOOK_DISABLE_AFTER_MS: String(30 * 86_400_000) }).WEBHOOK_DISABLE_AFTER_MS).toBe(
+      2_592_000_000,
+    );
     for (const REDIS_URL of ['redis.internal:6379', 'http://redis:6379', 'redis://', 'redis://h:6379/x'])
       expect(problem({ REDIS_URL }), REDIS_URL).toMatch(/^invalid configuration: REDIS_URL: must be a redis:\/\//);
     for (const REDIS_URL of ['redis://127.0.0.1:6379', 'rediss://user:pw@cache.example:6380/2', 'redis://h'])

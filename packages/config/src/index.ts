@@ -255,8 +255,15 @@ const eventsEnv = {
    * production, on elsewhere (a receiver on the same machine while developing).
    */
   WEBHOOK_ALLOW_PRIVATE_TARGETS: optionalString.pipe(z.enum(['on', 'off']).optional()),
-  /** An endpoint with no successful delivery since its first failure this long ago is disabled (ms; 5 days). */
-  WEBHOOK_DISABLE_AFTER_MS: positiveInt(5 * 86_400_000),
+  /** An endpoint with no successful delivery since its first failure this long ago is disabled (ms; 5 days; no timer: up to a year). */
+  WEBHOOK_DISABLE_AFTER_MS: numberSetting(
+    z
+      .number()
+      .int()
+      .positive()
+      .max(365 * 86_400_000)
+      .default(5 * 86_400_000),
+  ),
   /** How often new events are fanned out and stranded deliveries queued again, whatever else happens (ms). */
   WEBHOOK_SWEEP_INTERVAL_MS: positiveInt(10_000),
 };
