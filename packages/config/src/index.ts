@@ -26,11 +26,11 @@ const MAX_SETTING = 2_147_483_647;
 const numberSetting = <T extends z.ZodType<number | undefined>>(schema: T) =>
   optionalString.pipe(z.preprocess((v) => (v === undefined ? undefined : Number(v)), schema));
 /** A whole number > 0; refuses `abc`, `1.5`, `0` and the like with a message naming the value. */
-export const positiveInt = (fallback: number) =>
-  numberSetting(z.number().int().positive().max(MAX_SETTING).default(fallback));
+export const positiveInt = (fallback: number, max = MAX_SETTING) =>
+  numberSetting(z.number().int().positive().max(max).default(fallback));
 const nonNegative = (fallback: number) => numberSetting(z.number().nonnegative().max(MAX_SETTING).default(fallback));
-const nonNegativeInt = (fallback: number) =>
-  numberSetting(z.number().int().nonnegative().max(MAX_SETTING).default(fallback));
+const nonNegativeInt = (fallback: number, max = MAX_SETTING) =>
+  numberSetting(z.number().int().nonnegative().max(max).default(fallback));
 const onOff = (fallback: 'on' | 'off') =>
   optionalString.pipe(z.enum(['on', 'off']).default(fallback)).transform((v) => v === 'on');
 const trueFalse = (fallback: 'true' | 'false') =>
@@ -131,7 +131,7 @@ const erc8004Env = {
   ERC8004_IDENTITY_REGISTRY: evmAddress('0x8004A169FB4a3325136EB29fA0ceB6D2e539a432'),
   ERC8004_REPUTATION_REGISTRY: evmAddress('0x8004BAa17C55a88189AE136b182e5fdA19dE9b63'),
   /** The first block the indexer reads (at or before the registries' deployment). */
-  ERC8004_START_BLOCK: numberSetting(z.number().int().nonnegative().max(Number.MAX_SAFE_INTEGER).default(0)),
+  ERC8004_START_BLOCK: nonNegativeInt(0, Number.MAX_SAFE_INTEGER),
   /** Blocks below the head that are left unindexed: a reorganization shallower than this changes nothing indexed. */
   ERC8004_CONFIRMATIONS: nonNegativeInt(12),
   /** Blocks per `eth_getLogs` request (providers cap the range). */
@@ -192,14 +192,7 @@ const jobsEnv = {
   WORKER_CONCURRENCY_MAINTENANCE: positiveInt(1),
   /** How long a review waits for its approval (and a hold reserved for it) before both expire. */
   /** Not a timer: up to 30 days, the longest a hold (which a review may reserve) lasts. */
-  APPROVAL_TTL_MS: numberSetting(
-    z
-      .number()
-      .int()
-      .positive()
-      .max(30 * 86_400_000)
-      .default(86_400_000),
-  ),
+  APPROVAL_TTL_MS: positiveInt(86_400_000, 30 * 86_400_000),
   /** How often holds past their time are expired and released (and pending approvals with them). */
   HOLD_SWEEP_INTERVAL_MS: positiveInt(5000),
   /**
@@ -256,14 +249,7 @@ const eventsEnv = {
    */
   WEBHOOK_ALLOW_PRIVATE_TARGETS: optionalString.pipe(z.enum(['on', 'off']).optional()),
   /** An endpoint with no successful delivery since its first failure this long ago is disabled (ms; 5 days; no timer: up to a year). */
-  WEBHOOK_DISABLE_AFTER_MS: numberSetting(
-    z
-      .number()
-      .int()
-      .positive()
-      .max(365 * 86_400_000)
-      .default(5 * 86_400_000),
-  ),
+  WEBHOOK_DISABLE_AFTER_MS: positiveInt(5 * 86_400_000, 365 * 86_400_000),
   /** How often new events are fanned out and stranded deliveries queued again, whatever else happens (ms). */
   WEBHOOK_SWEEP_INTERVAL_MS: positiveInt(10_000),
 };

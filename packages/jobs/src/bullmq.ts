@@ -37,6 +37,8 @@ import {
 
 /** How a job ended, as its events (or its state) tell it. */
 type Finish = { ok: true; value: unknown } | { ok: false; message: string };
+/** A job's state as read from Redis, and how it ended when it has. */
+type End = { state: string; finish: Finish | null };
 
 /** A producer command that takes longer than this counts as Redis being unavailable. */
 const COMMAND_TIMEOUT_MS = 2000;
@@ -236,6 +238,17 @@ export function createBullmqRunner(options: BullmqOptions): JobRunner & { queues
    * check is an unhandled rejection, which ends the process. Here it is caught, and the wait's
    * timer answers (after which the job's state is read again).
    */
+  /** The job's state read from Redis, and how it ended when it has (rejects when Redis does not answer). */
+  async function endOf(job: Job, queue: Queue): Promise<End> {
+    const state = await job.getState();
+    if (state !== 'completed' && state !== 'failed') return { state, finish: null };
+    const fresh = await Job.fromId(queue, job.id as string);
+    if (!fresh) return { state, finish: null };
+    const finish: Finish =
+      state === 'completed' ? { ok: true, value: fresh.returnvalue } : { ok: false, message: fresh.failedReason };
+    return { state, finish };
+  }
+
   function finishOf(job: Job, queueEvents: QueueEvents, queue: Queue, waitMs: number): Promise<Finish | null> {
     const id = job.id as string;
     const completed = `completed:${id}`;
@@ -257,13 +270,8 @@ export function createBullmqRunner(options: BullmqOptions): JobRunner & { queues
       // Ended before the listeners were on: its own state says so, read once the events are heard.
       void (async () => {
         await queueEvents.waitUntilReady();
-        const state = await job.getState();
-        if (state !== 'completed' && state !== 'failed') return;
-        const fresh = await Job.fromId(queue, id);
-        if (!fresh) return;
-        settle(
-          state === 'completed' ? { ok: true, value: fresh.returnvalue } : { ok: false, message: fresh.failedReason },
-        );
+        const { finish } = await endOf(job, queue);
+        if (finish) settle(finish);
       })().catch(() => {});
     });
   }
@@ -280,27 +288,21 @@ export function createBullmqRunner(options: BullmqOptions): JobRunner & { queues
     const id = job.id as string;
     const queue = queueFor(def);
     // One timer bounds the whole wait, Redis answering or not.
+    const answer = (finish: Finish): RunOutcome<R> => {
+      if (!finish.ok) throw failure(id, finish.message);
+      return { state: 'completed', jobId: id, result: def.result.parse(finish.value) as R };
+    };
     const finished = await within(finishOf(job, queueEvents, queue, waitMs), waitMs + 50, null);
-    if (finished?.ok) return { state: 'completed', jobId: id, result: def.result.parse(finished.value) as R };
-    if (finished) throw failure(id, finished.message);
-
-    const state = await within(
-      job.getState().catch(() => 'unknown'),
-      SETTLE_TIMEOUT_MS,
-      'unknown',
+    if (finished) return answer(finished);
+    // No event in time: the job itself says whether it ended (two reads, each cut off as before).
+    const unknown: End = { state: 'unknown', finish: null };
+    const end = await within(
+      endOf(job, queue).catch(() => unknown),
+      2 * SETTLE_TIMEOUT_MS,
+      unknown,
     );
-    if (state === 'completed' || state === 'failed') {
-      const fresh = await within(
-        Job.fromId(queue, id).catch(() => undefined),
-        SETTLE_TIMEOUT_MS,
-        undefined,
-      );
-      if (fresh && state === 'completed') {
-        return { state: 'completed', jobId: id, result: def.result.parse(fresh.returnvalue) as R };
-      }
-      if (fresh && state === 'failed') throw failure(id, fresh.failedReason);
-    }
-    return { state: 'pending', jobId: id, status: statusOf(state) };
+    if (end.finish) return answer(end.finish);
+    return { state: 'pending', jobId: id, status: statusOf(end.state) };
   }
 
   return {

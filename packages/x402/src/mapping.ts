@@ -89,20 +89,20 @@ export function caip19(network: string, asset: string): string | null {
 function authorizationOf(
   payload: PaymentPayloadLike,
 ): { kind: 'eip3009' | 'permit2'; fields: Record<string, unknown> } | null {
-  const inner = payload.payload;
-  if (!isRecord(inner)) return null;
-  const eip3009 = isRecord(inner.authorization) ? inner.authorization : null;
-  const permit2 = isRecord(inner.permit2Authorization) ? inner.permit2Authorization : null;
+  const { eip3009, permit2 } = authorizationsIn(payload);
   if (eip3009 && permit2) return null;
   if (eip3009) return { kind: 'eip3009', fields: eip3009 };
   if (permit2) return { kind: 'permit2', fields: permit2 };
   return null;
 }
 
-/** Whether the payload carries both an EIP-3009 and a Permit2 authorization (refused). */
-function carriesBoth(payload: PaymentPayloadLike): boolean {
-  const inner = payload.payload;
-  return isRecord(inner) && isRecord(inner.authorization) && isRecord(inner.permit2Authorization);
+/** The EIP-3009 and the Permit2 authorization a payload carries, each null when absent. */
+function authorizationsIn(payload: PaymentPayloadLike) {
+  const inner = isRecord(payload.payload) ? payload.payload : {};
+  return {
+    eip3009: isRecord(inner.authorization) ? inner.authorization : null,
+    permit2: isRecord(inner.permit2Authorization) ? inner.permit2Authorization : null,
+  };
 }
 
 /** The payer's address (lowercase) as signed in the payload, or null. */
@@ -191,7 +191,8 @@ export function describePayment(
   const asset = caip19(network, token);
   if (!asset) return refuse(`not an ERC-20 on an EVM network: ${network} ${token}`);
   if (!ADDRESS.test(payTo)) return refuse(`payTo is not an EVM address: ${payTo}`);
-  if (carriesBoth(payload))
+  const { eip3009, permit2 } = authorizationsIn(payload);
+  if (eip3009 && permit2)
     return refuse('the payload carries both an EIP-3009 and a Permit2 authorization: which one moves is not clear');
   const payer = payerOf(payload);
   if (!payer) return refuse('the payload names no EVM payer (EIP-3009 or Permit2 authorization)');

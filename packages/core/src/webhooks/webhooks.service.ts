@@ -282,12 +282,11 @@ export function createWebhooksService({
     async create(actor: Actor, input: CreateWebhookInput) {
       checkTarget(input.url);
       const secret = newSecret();
-      let now = clock();
-      const row = await db.transaction().execute(async (trx) => {
+      const { row, now } = await db.transaction().execute(async (trx) => {
         // The organization's first webhook: its events are fanned out from now on. Its time is
         // taken after that: an event committed before the position was set is older than it.
         await events.startDispatch(trx, actor.organizationId);
-        now = clock();
+        const now = clock();
         const row = await repo.insertWebhook(trx, {
           id: newWebhookId(),
           organizationId: actor.organizationId,
@@ -305,7 +304,7 @@ export function createWebhooksService({
           { webhookId: row.id, url: row.url, eventTypes: row.event_types },
           now,
         );
-        return row;
+        return { row, now };
       });
       return { ...toWebhook(row, now), secret };
     },
