@@ -365,6 +365,58 @@ describe('importing a new OFAC snapshot', () => {
     }
   });
 
+  it('imports a new list while an earlier import still owes its re-scoring, then re-scores both', async () => {
+    const ctx = await createTestApp({ jobs: 'in-process' });
+    try {
+      const first = '0x1111111111111111111111111111111111111111';
+      const second = '0x3333333333333333333333333333333333333333';
+      for (const address of [first, second]) {
+        await createAgent(ctx.app, { address });
+        await recordTx(ctx.app, address, { amount: (10n ** 18n).toString() });
+      }
+      await post(ctx.app, '/api/scores/recompute', { agents: [first, second] });
+      const score = async (address: string) => (await get(ctx.app, `/api/agents/${address}/score`)).json().data.score;
+      expect([await score(first), await score(second)]).toEqual([488, 488]);
+      // Re-scoring fails for as long as its queue is away: two imports in a row while it is.
+      const failing = createSanctionsService({
+        db: ctx.database.db,
+        clock: () => ctx.clock.now,
+        rescore: async () => {
+          throw new Error('the queue is away');
+        },
+      });
+      const xml = readFileSync(new URL('../../../test/fixtures/sdn_advanced_small.xml', import.meta.url), 'utf8');
+      expect(await failing.importXml(xml, undefined, { force: true })).toMatchObject({
+        rescoreOwed: 'the queue is away',
+      });
+      // The second lists `first` again (no change of its own for it) and adds `second`.
+      const next = await failing.importSnapshot({
+        name: 'next',
+        snapshotDate: '2026-11-04',
+        lists: {
+          ETH: [
+            first,
+            '0x2222222222222222222222222222222222222222',
+            '0x098b716b8aaf21512996dc57eb0615e2383e2f96',
+            second,
+          ],
+        },
+      });
+      expect(next).toMatchObject({ entries: 4, added: [second], removed: [], changedAgents: null });
+      expect((await post(ctx.app, '/api/verify/sanctions', { address: second })).json().data).toMatchObject({
+        sanctioned: true,
+        source: { snapshotDate: '2026-11-04' },
+      });
+      expect([await score(first), await score(second)]).toEqual([488, 488]);
+      // Once re-scoring works again, what both imports changed is re-scored, not only the last one's.
+      const started = await createTestRuntime(ctx.database);
+      await started.close();
+      expect([await score(first), await score(second)]).toEqual([0, 0]);
+    } finally {
+      await ctx.close();
+    }
+  });
+
   it('is re-scored by the next start when its importer stopped after activating it', async () => {
     const ctx = await createTestApp({ jobs: 'in-process' });
     try {
@@ -383,7 +435,12 @@ describe('importing a new OFAC snapshot', () => {
         },
       });
       const xml = readFileSync(new URL('../../../test/fixtures/sdn_advanced_small.xml', import.meta.url), 'utf8');
-      await expect(stopping.importXml(xml, undefined, { force: true })).rejects.toThrow('the importer stopped');
+      // The list is active all the same, and the answer says the re-scoring is owed.
+      expect(await stopping.importXml(xml, undefined, { force: true })).toMatchObject({
+        entries: 3,
+        changedAgents: null,
+        rescoreOwed: 'the importer stopped',
+      });
       expect((await post(ctx.app, '/api/verify/sanctions', { address: newlyListed })).json().data.sanctioned).toBe(
         true,
       );

@@ -96,6 +96,24 @@ export function owedRescore(db: Executor) {
   return activeSnapshotQuery(db).select(['id', 'previous_id']).where('rescored_at', 'is', null).executeTakeFirst();
 }
 
+/**
+ * The snapshot `id` and, newest first, the snapshots before it back to the last one whose
+ * re-scoring was done (included) or to the first one: every step whose listings and delistings
+ * are still to be re-scored when `id`'s are.
+ */
+export async function unrescoredChain(db: Executor, id: string): Promise<Array<{ id: string; rescored: boolean }>> {
+  const { rows } = await sql<{ id: string; rescored: boolean }>`
+    WITH RECURSIVE chain AS (
+      SELECT id, previous_id, rescored_at, 0 AS depth FROM sanctions_snapshots WHERE id = ${id}
+      UNION ALL
+      SELECT s.id, s.previous_id, s.rescored_at, c.depth + 1
+      FROM sanctions_snapshots s JOIN chain c ON s.id = c.previous_id
+      WHERE c.rescored_at IS NULL OR c.depth = 0
+    )
+    SELECT id::text AS id, rescored_at IS NOT NULL AS rescored FROM chain ORDER BY depth`.execute(db);
+  return rows;
+}
+
 /** The re-scoring of this snapshot's import is done. */
 export async function markRescored(db: Executor, snapshotId: string, at: Date): Promise<void> {
   await db.updateTable('sanctions_snapshots').set({ rescored_at: at }).where('id', '=', snapshotId).execute();

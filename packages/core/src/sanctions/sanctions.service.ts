@@ -80,8 +80,13 @@ export interface ImportResult {
   contentHash: string;
   added: string[];
   removed: string[];
-  /** Registered agents whose status changed with this snapshot. */
-  changedAgents: Array<{ address: string; sanctioned: boolean }>;
+  /**
+   * Registered agents whose status changed with this snapshot (or with an earlier one whose
+   * re-scoring was still owed), re-scored; null when the re-scoring failed.
+   */
+  changedAgents: Array<{ address: string; sanctioned: boolean }> | null;
+  /** Why the re-scoring failed (it is owed: done by the next process that starts, or the next import); null when done. */
+  rescoreOwed: string | null;
 }
 
 export interface SanctionsDeps {
@@ -148,15 +153,27 @@ export function createSanctionsService({ db, clock, rescore, cache, events }: Sa
   }
 
   /**
-   * After an import has committed: re-screens every registered agent and re-scores those the
-   * import listed or delisted (`flipped`), then records that it did. An importer that stops before
-   * that leaves it owed, and `finishRescore` does it.
+   * After an import has committed: re-screens every registered agent and re-scores those listed
+   * or delisted since the last snapshot whose re-scoring was done (this import's changes, and
+   * those of any import before it whose re-scoring is still owed), then records that it did. An
+   * importer that stops or fails before that leaves it owed, and `finishRescore` does it.
    */
-  async function rescoreChanged(snapshotId: string, flipped: string[]) {
-    const changed = new Set(flipped);
+  async function rescoreSince(snapshotId: string) {
+    const chain = await repo.unrescoredChain(db, snapshotId);
+    const flipped = new Set<string>();
+    let newer = await repo.addressesOf(db, snapshotId);
+    for (let i = 1; i <= chain.length; i++) {
+      const step = chain[i];
+      // The chain's last snapshot was re-scored (or is the first one, compared with no list).
+      if (step === undefined && chain[i - 1]?.rescored) break;
+      const older = step === undefined ? [] : await repo.addressesOf(db, step.id);
+      const { added, removed } = diffSnapshots(older, newer);
+      for (const address of [...added, ...removed]) flipped.add(address);
+      newer = older;
+    }
     const screened = await screenMany(await repo.registeredAgents(db));
     const changedAgents = screened
-      .filter((r) => changed.has(r.address))
+      .filter((r) => flipped.has(r.address))
       .map((r) => ({ address: r.address, sanctioned: r.sanctioned }));
     if (changedAgents.length && rescore) await rescore(changedAgents.map((a) => a.address));
     await repo.markRescored(db, snapshotId, clock());
@@ -164,15 +181,13 @@ export function createSanctionsService({ db, clock, rescore, cache, events }: Sa
   }
 
   /**
-   * The re-scoring an earlier import still owes, if any (its importer stopped before it): run by
-   * every process that starts, and by the next import. Returns how many agents it re-scored.
+   * The re-scoring an earlier import still owes, if any (its importer stopped or failed before
+   * it): run by every process that starts. Returns how many agents it re-scored.
    */
   async function finishRescore(): Promise<number> {
     const owed = await repo.owedRescore(db);
     if (!owed) return 0;
-    const before = owed.previous_id === null ? [] : await repo.addressesOf(db, owed.previous_id);
-    const { added, removed } = diffSnapshots(before, await repo.addressesOf(db, owed.id));
-    return (await rescoreChanged(owed.id, [...added, ...removed])).length;
+    return (await rescoreSince(owed.id)).length;
   }
 
   /**
@@ -185,8 +200,6 @@ export function createSanctionsService({ db, clock, rescore, cache, events }: Sa
   ): Promise<ImportResult | null> {
     const entries = unionLists(v.lists);
     const hash = contentHash(entries);
-    // What the last import still owes first: this one re-scores only what it changes.
-    await finishRescore();
     const stored = await db.transaction().execute(async (trx) => {
       // One import at a time, so replicas starting together load the bundled lists once.
       await repo.lockImports(trx);
@@ -215,8 +228,7 @@ export function createSanctionsService({ db, clock, rescore, cache, events }: Sa
     if (!stored) return null;
     if (stored.hits > 0) events?.committed();
     const { snapshotId, added, removed } = stored;
-    const changedAgents = await rescoreChanged(snapshotId, [...added, ...removed]);
-    return {
+    const result = {
       snapshotId,
       name: v.name,
       snapshotDate: v.snapshotDate,
@@ -224,8 +236,15 @@ export function createSanctionsService({ db, clock, rescore, cache, events }: Sa
       contentHash: hash,
       added,
       removed,
-      changedAgents,
     };
+    // The list is active whatever happens next: a re-scoring that fails (the queue away) is owed,
+    // said so in the answer, and done by the next process that starts or the next import. An
+    // earlier import's owed re-scoring never stands in the way of a new list.
+    try {
+      return { ...result, changedAgents: await rescoreSince(snapshotId), rescoreOwed: null };
+    } catch (error) {
+      return { ...result, changedAgents: null, rescoreOwed: (error as Error).message };
+    }
   }
 
   return {
