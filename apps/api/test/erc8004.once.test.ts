@@ -317,7 +317,11 @@ describe('the ERC-8004 indexer', () => {
     const after = await breakdownOf(account(1));
     expect(after.erc8004.identity).toBeNull();
     await expect.poll(() => storedScore(account(1)), { timeout: 10_000 }).toBe(after.modelScore);
-    // Its new owner, an agent Vouch knows, stands for it now.
+    // Its new owner did not ask for it (a transfer needs no consent of its recipient): it stands
+    // for it only once it sets the identity's wallet to itself, with its own signature.
+    expect((await breakdownOf(account(5))).erc8004.identity).toBeNull();
+    await registries.setAgentWallet(account(5), 0n, devAccount(5));
+    await indexConfirmed();
     const gained = await breakdownOf(account(5));
     expect(gained.erc8004.identity?.agentId).toBe('0');
     await expect.poll(() => storedScore(account(5)), { timeout: 10_000 }).toBe(gained.score);
@@ -355,6 +359,29 @@ describe('the ERC-8004 indexer', () => {
     expect(refreshed.mock.calls.map(([agent]) => agent)).toContain(account(5));
     refreshed.mockRestore();
     await expect.poll(() => storedScore(account(5)), { timeout: 10_000 }).toBe(holder.score);
+  });
+
+  it('an identity sent to an agent does not stand for it: a badly rated one cannot lower its score', async () => {
+    const victim = `0x${'a1'.repeat(20)}` as Address;
+    await createAgent(t.app, { address: victim });
+    await rescore(victim);
+    const before = await breakdownOf(victim);
+    // Someone registers an identity, has it rated low by a client of standing, and sends it away.
+    await createAgent(t.app, { address: account(4) });
+    const unwanted = await registries.register(account(4), 'https://agents.example/unwanted.json');
+    await registries.giveFeedback(account(3), unwanted, { value: 0n, tag1: 'starred' });
+    await indexConfirmed();
+    const rated = await breakdownOf(account(4));
+    expect(rated.erc8004.identity?.agentId).toBe(unwanted.toString());
+    expect(rated.erc8004.adjustment).toBeLessThan(0);
+    await registries.transfer(account(4), victim, unwanted);
+    await indexConfirmed();
+    const after = await breakdownOf(victim);
+    expect(after.erc8004.identity).toBeNull();
+    expect(after.erc8004.adjustment).toBe(0);
+    expect(after.score).toBe(before.score);
+    expect(await storedScore(victim)).toBe(before.score);
+    expect((await get(t.app, `/api/agents/${victim}`)).json().data.erc8004).toBeNull();
   });
 
   it('a node that is down fails the run, keeps the cursors, and stops a positive adjustment', async () => {

@@ -357,6 +357,8 @@ export interface Erc8004IdentitiesTable {
   agent_uri: string;
   /** The verified wallet (reserved metadata `agentWallet`); null when unset (cleared on transfer). */
   agent_wallet: string | null;
+  /** The address it was minted to (null: not known, indexed before this was kept). */
+  minted_to: string | null;
   registered_block: Int8 | null;
   updated_block: Int8;
 }

@@ -114,9 +114,11 @@ export async function identityHolders(trx: Executor, v: Omit<IdentityKey, 'block
 /** Transfer: a mint creates the identity, a transfer changes its owner (the agentWallet is cleared by its own event). */
 export async function identityOwner(trx: Executor, v: IdentityKey & { owner: string; minted: boolean }): Promise<void> {
   await sql`
-    INSERT INTO erc8004_identities (chain_id, registry, agent_id, owner, registered_block, updated_block)
-    VALUES (${v.chainId}, ${v.registry}, ${v.agentId}, ${v.owner}, ${v.minted ? v.block.toString() : null}, ${v.block.toString()})
-    ON CONFLICT (chain_id, registry, agent_id) DO UPDATE SET owner = excluded.owner, updated_block = excluded.updated_block`.execute(
+    INSERT INTO erc8004_identities (chain_id, registry, agent_id, owner, minted_to, registered_block, updated_block)
+    VALUES (${v.chainId}, ${v.registry}, ${v.agentId}, ${v.owner}, ${v.minted ? v.owner : null},
+      ${v.minted ? v.block.toString() : null}, ${v.block.toString()})
+    ON CONFLICT (chain_id, registry, agent_id) DO UPDATE SET owner = excluded.owner,
+      minted_to = coalesce(excluded.minted_to, erc8004_identities.minted_to), updated_block = excluded.updated_block`.execute(
     trx,
   );
 }
@@ -126,10 +128,11 @@ export async function identityRegistered(
   v: IdentityKey & { owner: string; uri: string },
 ): Promise<void> {
   await sql`
-    INSERT INTO erc8004_identities (chain_id, registry, agent_id, owner, agent_uri, registered_block, updated_block)
-    VALUES (${v.chainId}, ${v.registry}, ${v.agentId}, ${v.owner}, ${v.uri}, ${v.block.toString()}, ${v.block.toString()})
+    INSERT INTO erc8004_identities (chain_id, registry, agent_id, owner, minted_to, agent_uri, registered_block, updated_block)
+    VALUES (${v.chainId}, ${v.registry}, ${v.agentId}, ${v.owner}, ${v.owner}, ${v.uri}, ${v.block.toString()}, ${v.block.toString()})
     ON CONFLICT (chain_id, registry, agent_id) DO UPDATE SET agent_uri = excluded.agent_uri,
       registered_block = coalesce(erc8004_identities.registered_block, excluded.registered_block),
+      minted_to = coalesce(erc8004_identities.minted_to, excluded.minted_to),
       updated_block = excluded.updated_block`.execute(trx);
 }
 
@@ -254,6 +257,7 @@ export interface IdentityRow {
   owner: string;
   agent_uri: string;
   agent_wallet: string | null;
+  minted_to: string | null;
 }
 
 /** Identities on the chain whose wallet or owner is one of these addresses, by agent id (as a number, not text: 9 before 10). */
@@ -262,7 +266,7 @@ export async function identitiesFor(
   v: { chainId: string; registry: string; addresses: string[] },
 ): Promise<IdentityRow[]> {
   const rows = await sql<IdentityRow>`
-    SELECT chain_id::text AS chain_id, agent_id::text AS agent_id, owner, agent_uri, agent_wallet
+    SELECT chain_id::text AS chain_id, agent_id::text AS agent_id, owner, agent_uri, agent_wallet, minted_to
     FROM erc8004_identities
     WHERE chain_id = ${v.chainId} AND registry = ${v.registry}
       AND (agent_wallet = ANY(${v.addresses}::text[]) OR owner = ANY(${v.addresses}::text[]))

@@ -401,11 +401,15 @@ export function createErc8004Service({ db, clock, audit, chain, options, onAgent
     };
   }
 
-  /** The identity an address stands for: the one whose verified wallet it is (lowest id), else the one it alone owns. */
+  /**
+   * The identity an address stands for: the one whose verified wallet it is (lowest id), else the
+   * one it alone owns of those minted to it. An identity sent to it (a transfer needs no consent
+   * of its recipient) does not stand for it until it sets the wallet with its own signature.
+   */
   function resolve(address: string, rows: repo.IdentityRow[]): repo.IdentityRow | null {
     const byWallet = rows.filter((r) => r.agent_wallet === address);
     if (byWallet.length) return byWallet[0] as repo.IdentityRow;
-    const owned = rows.filter((r) => r.owner === address);
+    const owned = rows.filter((r) => r.owner === address && r.minted_to === address);
     return owned.length === 1 ? (owned[0] as repo.IdentityRow) : null;
   }
 

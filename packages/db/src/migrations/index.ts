@@ -21,6 +21,7 @@ import * as webhookNotBefore from './20261208000000-webhook-not-before.ts';
 import * as sanctionsRescore from './20261209000000-sanctions-rescore.ts';
 import * as webhookPreviousSecrets from './20261210000000-webhook-previous-secrets.ts';
 import * as anomalyChecksOrganization from './20261211000000-anomaly-checks-organization.ts';
+import * as erc8004MintedTo from './20261212000000-erc8004-minted-to.ts';
 
 /** Every migration, in order. Names are timestamped; never rename or reorder a landed one. */
 export const migrations: Record<string, Migration> = {
@@ -46,4 +47,5 @@ export const migrations: Record<string, Migration> = {
   '20261209000000-sanctions-rescore': sanctionsRescore,
   '20261210000000-webhook-previous-secrets': webhookPreviousSecrets,
   '20261211000000-anomaly-checks-organization': anomalyChecksOrganization,
+  '20261212000000-erc8004-minted-to': erc8004MintedTo,
 };
