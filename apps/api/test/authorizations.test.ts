@@ -13,6 +13,7 @@ import {
   transactionList,
 } from '@vouch/schemas';
 import {
+  createAgent,
   createAgentWithBudget,
   createTestApp,
   get,
@@ -531,6 +532,39 @@ describe('under concurrency', () => {
 });
 
 // The embedded database has one connection: nothing can run beside an open transaction there.
+describe.runIf(inject('testDbMode') === 'postgres')('expiry sweeps running at once (several workers)', () => {
+  it('lock the budgets of their holds in one order, so that two never wait for each other', async () => {
+    // Budgets stored in descending order of their keys: a plan that locked them as stored (or by
+    // a hash of each batch's keys) would not lock them in key order, and two sweeps could each hold
+    // one the other waits for.
+    const prefix = randomAddress().slice(0, 40);
+    const agents = ['f', 'd', 'b', '9', '7'].map((c) => `${prefix}${c}0`);
+    for (const agent of agents) {
+      await createAgent(t.app, { address: agent });
+      expect((await post(t.app, `/api/budgets/${agent}/set`, limits)).statusCode).toBe(200);
+      await held(agent, { amount: '10', expiresIn: 60 });
+    }
+    t.clock.advance(61_000);
+    const [first, ...later] = [...agents].sort();
+    // Another transaction holds the budget that comes first: the sweep waits for it before it locks any other.
+    const holding = await holdTransaction(t.database.db, (trx) =>
+      sql`SELECT 1 FROM budgets WHERE agent = ${first} FOR UPDATE`.execute(trx),
+    );
+    let sweep: Promise<unknown> | undefined;
+    try {
+      sweep = t.services.authorizations.expireDue();
+      await until(async () => (await lockWaiters(t.database.db, '%due AS (%')) >= 1, 10_000, 20);
+      for (const agent of later) {
+        await sql`SELECT 1 FROM budgets WHERE agent = ${agent} FOR UPDATE NOWAIT`.execute(t.database.db);
+      }
+    } finally {
+      await holding.release();
+    }
+    await sweep;
+    for (const agent of agents) expect(await readBudget(agent)).toMatchObject({ dailyHeld: '0' });
+  });
+});
+
 describe.runIf(inject('testDbMode') === 'postgres')('a refund of what is left racing a partial refund', () => {
   it('refunds what the other left, not what it read before', async () => {
     const agent = await createAgentWithBudget(t.app, limits);

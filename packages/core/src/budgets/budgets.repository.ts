@@ -447,7 +447,8 @@ export async function organizationsWithDueHolds(db: Executor, now: Date): Promis
  * Expires up to `limit` of the organization's holds whose time has passed (held, or waiting for an
  * approval), gives back what each reserved in the windows its budget still counts, and appends
  * one audit entry listing them, in one statement. A hold is taken by one sweep only
- * (`SKIP LOCKED`) and changes status once, so nothing is released twice. Returns the expired holds.
+ * (`SKIP LOCKED`) and changes status once, so nothing is released twice; its budgets are locked
+ * in key order, so sweeps running at once (several workers) do not deadlock. Returns the expired holds.
  */
 export async function expireHolds(
   db: Executor,
@@ -466,6 +467,14 @@ export async function expireHolds(
       UPDATE authorizations AS a SET status = 'expired', updated_at = ${now}, released_at = ${now}
       FROM due WHERE a.id = due.id
       RETURNING a.*
+    ), locked AS (
+      -- The budgets are locked in one order, their key's: two sweeps whose holds share budgets wait
+      -- for one another instead of each locking one the other needs (a deadlock). The plan of an
+      -- UPDATE would lock them in an order of its own (a hash of each batch's keys).
+      SELECT b.organization_id, b.agent, b.asset FROM budgets b
+      WHERE (b.organization_id, b.agent, b.asset) IN (SELECT organization_id, agent, asset FROM a)
+      ORDER BY b.organization_id, b.agent, b.asset
+      FOR UPDATE
     ), upd AS (
       -- Per budget, each hold gives back in the windows it counts in, judged against the row as locked.
       UPDATE budgets AS b SET
@@ -476,7 +485,7 @@ export async function expireHolds(
           WHERE x.organization_id = b.organization_id AND x.agent = b.agent AND x.asset = b.asset
             AND x.month_start = b.month_start), 0),
         updated_at = ${now}
-      WHERE (b.organization_id, b.agent, b.asset) IN (SELECT organization_id, agent, asset FROM a)
+      WHERE (b.organization_id, b.agent, b.asset) IN (SELECT organization_id, agent, asset FROM locked)
       RETURNING b.agent
     ), expired AS (
       -- Counting upd's rows takes the budgets' locks before the audit head's (see release).
