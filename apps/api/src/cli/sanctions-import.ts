@@ -7,6 +7,7 @@ import { readFile } from 'node:fs/promises';
 import { parseArgs } from 'node:util';
 import { createRuntime, exitOnStartupFailure, loadConfig } from '@vouch/runtime';
 import pino from 'pino';
+import { printImportResult } from './sanctions-result.ts';
 
 const { values, positionals } = parseArgs({
   allowPositionals: true,
@@ -24,14 +25,7 @@ try {
     const result = await runtime.services.sanctions.importXml(await readFile(file, 'utf8'), values.date, {
       force: values.force,
     });
-    console.log(JSON.stringify(result, null, 2));
-    if (result.rescoreOwed !== null) {
-      // The list is active; the agents it changed keep their old scores until the owed re-scoring runs.
-      console.error(
-        `sanctions:import: the list is active, but re-scoring its agents failed (${result.rescoreOwed}); the next start or import does it`,
-      );
-      process.exitCode = 1;
-    }
+    printImportResult('sanctions:import', result);
   } finally {
     await runtime.close();
   }

@@ -5,6 +5,7 @@
 import { parseArgs } from 'node:util';
 import { createRuntime, exitOnStartupFailure, loadConfig } from '@vouch/runtime';
 import pino from 'pino';
+import { printImportResult } from './sanctions-result.ts';
 
 const { values } = parseArgs({ options: { force: { type: 'boolean', default: false } } });
 
@@ -17,14 +18,7 @@ try {
   });
   try {
     const result = await runtime.services.sanctions.restoreBundled({ force: values.force });
-    console.log(JSON.stringify(result, null, 2));
-    if (result.rescoreOwed !== null) {
-      // The list is active; the agents it changed keep their old scores until the owed re-scoring runs.
-      console.error(
-        `sanctions:restore: the list is active, but re-scoring its agents failed (${result.rescoreOwed}); the next start or import does it`,
-      );
-      process.exitCode = 1;
-    }
+    printImportResult('sanctions:restore', result);
   } finally {
     await runtime.close();
   }
