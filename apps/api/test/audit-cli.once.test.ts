@@ -47,5 +47,19 @@ describe.runIf(inject('testDbMode') === 'postgres')('npm run audit:verify and au
     expect(broken.status).toBe(1);
     expect(broken.stderr.trim()).toBe('audit:verify: organization cli, entry 3: its hash does not match its content');
     expect(broken.stdout.trim()).toMatch(/^BROKEN: \d+ entries in 2 organization\(s\), 1 chain\(s\) broken$/);
+
+    // A mistyped organization checks and exports nothing, and says so.
+    const unknown = run('audit:verify', ['--organization', 'clj']);
+    expect([unknown.status, unknown.stderr.trim(), unknown.stdout]).toEqual([
+      1,
+      'audit:verify: no organization clj',
+      '',
+    ]);
+    const nothing = run('audit:export', ['--organization', 'clj']);
+    expect([nothing.status, nothing.stderr.trim(), nothing.stdout]).toEqual([
+      1,
+      'audit:export: no organization clj',
+      '',
+    ]);
   }, 60_000);
 });

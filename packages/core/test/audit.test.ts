@@ -44,6 +44,22 @@ async function brokenOf(organizationId: string) {
 }
 
 describe('the audit chain', () => {
+  it('is broken when its head is removed, edited or not, and an unknown organization checks nothing', async () => {
+    await organizationWithEntries('headless', 3);
+    await sql`DELETE FROM audit_heads WHERE organization_id = 'headless'`.execute(database.db);
+    expect(await brokenOf('headless')).toEqual(['3: no head records the chain, which has 3 entries']);
+    await tamper(
+      `UPDATE audit_log SET entry = replace(entry, '"i": 1', '"i": 9') WHERE organization_id = 'headless' AND seq = 3`,
+    );
+    expect(await brokenOf('headless')).toEqual(['3: its hash does not match its content']);
+    // Every chain is walked, the headless one included.
+    expect((await services.audit.verify()).broken.map((b) => b.organizationId)).toContain('headless');
+    // A new organization's chain (its creation) is intact.
+    await services.organizations.create(operator, { id: 'quiet', name: 'quiet' });
+    expect(await services.audit.verify('quiet')).toEqual({ organizations: 1, entries: 1, broken: [] });
+    expect(await services.audit.verify('no-such-organization')).toEqual({ organizations: 0, entries: 0, broken: [] });
+  });
+
   it('is intact after writes, and names the organization, key, request and details of each', async () => {
     await organizationWithEntries('intact', 5);
     const result = await services.audit.verify('intact');

@@ -15,8 +15,13 @@ try {
     loadSanctions: false,
   });
   try {
-    for await (const line of runtime.services.audit.exportLines(systemActor(), values.organization)) {
-      if (!process.stdout.write(line)) await new Promise((resolve) => process.stdout.once('drain', resolve));
+    if (!(await runtime.services.organizations.exists(values.organization))) {
+      process.stderr.write(`audit:export: no organization ${values.organization}\n`);
+      process.exitCode = 1;
+    } else {
+      for await (const line of runtime.services.audit.exportLines(systemActor(), values.organization)) {
+        if (!process.stdout.write(line)) await new Promise((resolve) => process.stdout.once('drain', resolve));
+      }
     }
   } finally {
     await runtime.close();

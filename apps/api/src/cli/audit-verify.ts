@@ -16,14 +16,19 @@ try {
   let intact = false;
   try {
     const result = await runtime.services.audit.verify(values.organization);
-    intact = result.broken.length === 0;
-    for (const b of result.broken) {
-      process.stderr.write(`audit:verify: organization ${b.organizationId}, entry ${b.seq}: ${b.problem}\n`);
+    if (values.organization !== undefined && result.organizations === 0) {
+      // A mistyped name checks nothing: not "intact".
+      process.stderr.write(`audit:verify: no organization ${values.organization}\n`);
+    } else {
+      intact = result.broken.length === 0;
+      for (const b of result.broken) {
+        process.stderr.write(`audit:verify: organization ${b.organizationId}, entry ${b.seq}: ${b.problem}\n`);
+      }
+      console.log(
+        `${intact ? 'intact' : 'BROKEN'}: ${result.entries} entries in ${result.organizations} organization(s)` +
+          (intact ? '' : `, ${result.broken.length} chain(s) broken`),
+      );
     }
-    console.log(
-      `${intact ? 'intact' : 'BROKEN'}: ${result.entries} entries in ${result.organizations} organization(s)` +
-        (intact ? '' : `, ${result.broken.length} chain(s) broken`),
-    );
   } finally {
     await runtime.close();
   }

@@ -134,8 +134,20 @@ export function chainPage(db: Executor, organizationId: string, afterSeq: string
     .execute();
 }
 
-export function heads(db: Executor, organizationId?: string) {
-  let query = db.selectFrom('audit_heads').select(['organization_id', sql<string>`seq::text`.as('seq'), 'hash']);
-  if (organizationId) query = query.where('organization_id', '=', organizationId);
-  return query.orderBy('organization_id').execute();
+/**
+ * Every organization that has a chain or could have one (or the one named), with the head that
+ * records its last entry, if any: the organizations, and whatever the log or the heads name
+ * besides, so that a chain whose head was removed is still walked.
+ */
+export async function chains(db: Executor, organizationId?: string) {
+  const named = organizationId ?? null;
+  const { rows } = await sql<{ organization_id: string; seq: string | null; hash: string | null }>`
+    SELECT o.id AS organization_id, h.seq::text AS seq, h.hash
+    FROM (
+      SELECT id FROM organizations UNION SELECT organization_id FROM audit_log UNION SELECT organization_id FROM audit_heads
+    ) AS o (id)
+    LEFT JOIN audit_heads h ON h.organization_id = o.id
+    WHERE ${named}::text IS NULL OR o.id = ${named}
+    ORDER BY o.id`.execute(db);
+  return rows;
 }

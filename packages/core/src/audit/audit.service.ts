@@ -137,10 +137,12 @@ export function createAuditService({ db, clock }: AuditDeps) {
 
     /**
      * Walks every organization's chain (or one): each entry's number, previous hash, hash and
-     * columns, and the head that records the last entry. Returns what it checked and every break.
+     * columns, and the head that records the last entry. Returns what it checked and every break:
+     * a chain with entries and no head is one (a removed head must not hide an edited log). An
+     * organization named that does not exist is no organization checked (0).
      */
     async verify(organizationId?: string): Promise<{ organizations: number; entries: number; broken: ChainBreak[] }> {
-      const heads = await repo.heads(db, organizationId);
+      const heads = await repo.chains(db, organizationId);
       const broken: ChainBreak[] = [];
       let entries = 0;
       for (const head of heads) {
@@ -160,7 +162,13 @@ export function createAuditService({ db, clock }: AuditDeps) {
           if (!last || rows.length < PAGE) break;
           after = last.seq;
         }
-        if (!failed && (String(state.seq) !== head.seq || state.hash !== head.hash)) {
+        if (!failed && head.seq === null && state.seq !== 0n) {
+          failed = {
+            organizationId: head.organization_id,
+            seq: String(state.seq),
+            problem: `no head records the chain, which has ${state.seq} entries`,
+          };
+        } else if (!failed && head.seq !== null && (String(state.seq) !== head.seq || state.hash !== head.hash)) {
           failed = {
             organizationId: head.organization_id,
             seq: head.seq,
