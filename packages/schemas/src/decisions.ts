@@ -63,9 +63,10 @@ export const policyCondition = z
     timeWindow: z
       .strictObject({
         days: z.array(weekday).min(1).max(7).optional(),
-        from: clockTime
-          .optional()
-          .meta({ description: 'Inclusive; with `to` earlier than `from` the window spans midnight' }),
+        from: clockTime.optional().meta({
+          description:
+            'Inclusive; with `to` earlier than `from` the window spans midnight (equal: the 24 hours from `from`)',
+        }),
         to: clockTime.optional().meta({ description: 'Exclusive' }),
         timeZone: timeZone.optional().meta({ description: 'IANA name; default UTC' }),
       })

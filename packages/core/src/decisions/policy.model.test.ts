@@ -34,6 +34,12 @@ describe('time windows', () => {
     expect(inTimeWindow(night, new Date('2026-06-12T02:00:00Z'))).toBe(false); // Friday 02:00 is Thursday's
     expect(inTimeWindow(night, new Date('2026-06-12T23:00:00Z'))).toBe(true);
     expect(inTimeWindow({ timeZone: 'Asia/Tokyo', from: '18:00', to: '09:00' }, base.now)).toBe(true);
+    // `to` equal to `from`: the 24 hours from `from`, the next day's early hours the day's it began.
+    const fridayFromNine = { days: ['fri' as const], from: '09:00', to: '09:00' };
+    expect(inTimeWindow(fridayFromNine, new Date('2026-06-12T09:00:00Z'))).toBe(true);
+    expect(inTimeWindow(fridayFromNine, new Date('2026-06-13T08:59:00Z'))).toBe(true); // Saturday morning
+    expect(inTimeWindow(fridayFromNine, new Date('2026-06-13T09:00:00Z'))).toBe(false);
+    expect(inTimeWindow(fridayFromNine, new Date('2026-06-12T08:59:00Z'))).toBe(false); // Thursday's
   });
 });
 

@@ -41,7 +41,10 @@ export function localTime(now: Date, timeZone: string): { day: (typeof WEEKDAYS)
 
 const minutesOf = (hhmm: string) => Number(hhmm.slice(0, 2)) * 60 + Number(hhmm.slice(3, 5));
 
-/** Whether `now` falls in the window: its days, and from (inclusive) to (exclusive), across midnight when to < from. */
+/**
+ * Whether `now` falls in the window: its days, and from (inclusive) to (exclusive), across
+ * midnight when to < from; to = from is the 24 hours from `from`.
+ */
 export function inTimeWindow(window: NonNullable<PolicyCondition['timeWindow']>, now: Date): boolean {
   const local = localTime(now, window.timeZone ?? 'UTC');
   const from = window.from === undefined ? 0 : minutesOf(window.from);
