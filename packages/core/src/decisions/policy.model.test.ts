@@ -60,6 +60,9 @@ describe('conditions', () => {
     expect(await matches({ counterpartyNotIn: ['0x00000000000000000000000000000000000000c1'] }, none)).toBe(true);
     expect(await matches({ counterpartyKnown: false }, none)).toBe(false);
     expect(await matches({ counterpartyKnown: false }, base)).toBe(true);
+    // No counterparty: no listed one (as with counterpartyNotIn).
+    expect(await matches({ counterpartySanctioned: false }, none)).toBe(true);
+    expect(await matches({ counterpartySanctioned: true }, none)).toBe(false);
     expect(await matches({ counterpartyScoreBelow: 1000 }, base)).toBe(false);
     const known = { ...base, counterpartyAgent: { score: 300, grade: 'C' as const, confidence: 0.1 } };
     expect(await matches({ counterpartyScoreBelow: 1000, counterpartyGradeBelow: 'CC' }, known)).toBe(true);
