@@ -1,17 +1,21 @@
 import { systemActor } from '@vouch/core';
+import { sql } from '@vouch/db';
 import { type JobContext, jobs, type Processors } from '@vouch/jobs';
 import {
   createAgent,
   createTestApp,
   get,
+  holdTransaction,
+  lockWaiters,
   post,
   randomAddress,
   recordTx,
   SEEDED_SCORE,
   seedScoredAgents,
   type TestContext,
+  until,
 } from '@vouch/testkit';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 
 // The queued endpoints on the embedded (in-process) runner: the same processors the workers run.
 let t: TestContext;
@@ -188,6 +192,60 @@ describe('a score set by a client', () => {
     } finally {
       await ctx.close();
     }
+  });
+});
+
+describe.runIf(inject('testDbMode') === 'postgres')('scores written at the same time', () => {
+  const scoreOf = async (agent: string) => (await get(t.app, `/api/agents/${agent}/score`)).json().data.score;
+
+  it('a client’s score committed while a refresh runs holds: it waits for the refresh, not the other way', async () => {
+    const agent = await createAgent(t.app);
+    await recordTx(t.app, agent, { amount: (10n ** 18n).toString() });
+    await until(async () => (await scoreOf(agent)) === SEEDED_SCORE, 10_000, 20);
+    // A refresh (as after a recorded transaction) that is slow to read the ledger.
+    const ledger = await holdTransaction(t.database.db, (trx) =>
+      sql`LOCK TABLE spends IN ACCESS EXCLUSIVE MODE`.execute(trx),
+    );
+    let refresh: Promise<unknown> | undefined;
+    let manual: ReturnType<typeof post> | undefined;
+    try {
+      refresh = t.services.scores.recompute([agent], null, { keepOverrides: true });
+      await until(async () => (await lockWaiters(t.database.db)) >= 1, 10_000, 20);
+      manual = post(t.app, `/api/agents/${agent}/score`, { score: 900, reason: '0x01' });
+      // The client's write waits for the refresh's transaction (before, it went through at once).
+      let answered = false;
+      void manual.then(() => {
+        answered = true;
+      });
+      await until(async () => answered || (await lockWaiters(t.database.db)) >= 2, 10_000, 20);
+    } finally {
+      await ledger.release();
+    }
+    await refresh;
+    expect((await manual)?.statusCode).toBe(200);
+    expect(await scoreOf(agent)).toBe(900);
+    expect((await history(agent)).at(-1)).toMatchObject({ new_score: 900, source: 'manual' });
+  });
+
+  it('one batch job delivered twice at once is applied once', async () => {
+    const a = await createAgent(t.app);
+    const entries = [{ address: a, score: 654, reason: '0xbb' }];
+    // Both deliveries find nothing applied yet if they read before either writes: the agent's row is held.
+    const row = await holdTransaction(t.database.db, (trx) =>
+      sql`SELECT 1 FROM agents WHERE address = ${a} FOR UPDATE`.execute(trx),
+    );
+    let both: Promise<unknown> | undefined;
+    try {
+      both = Promise.all([
+        t.services.scores.applyBatch(entries, 'job-twice-at-once', systemActor()),
+        t.services.scores.applyBatch(entries, 'job-twice-at-once', systemActor()),
+      ]);
+      await until(async () => (await lockWaiters(t.database.db)) >= 2, 10_000, 20);
+    } finally {
+      await row.release();
+    }
+    await both;
+    expect(await history(a)).toEqual([{ old_score: 0, new_score: 654, source: 'batch', reason: '0xbb' }]);
   });
 });
 

@@ -152,6 +152,23 @@ export async function writeScores(
   return result.rows;
 }
 
+/**
+ * Takes the agents' rows for a score computation until its transaction ends, in address order (as
+ * `writeScores` does): a client's score written meanwhile waits for it and lands after it, instead
+ * of being read as not set and then written over. `NO KEY UPDATE`: rows that refer to the agents
+ * (a recorded transaction) are not held up.
+ */
+export async function lockAgents(db: Executor, addresses: string[]): Promise<void> {
+  await sql`SELECT address FROM agents WHERE address = ANY(${addresses}::text[]) ORDER BY address FOR NO KEY UPDATE`.execute(
+    db,
+  );
+}
+
+/** One delivery of a batch job at a time: a second, run at once (a stalled worker's), waits and finds it applied. */
+export async function lockJob(db: Executor, jobId: string): Promise<void> {
+  await sql`SELECT pg_advisory_xact_lock(740014, hashtext(${jobId}))`.execute(db);
+}
+
 export async function jobAlreadyApplied(db: Executor, jobId: string): Promise<boolean> {
   const row = await db.selectFrom('score_events').select('id').where('job_id', '=', jobId).limit(1).executeTakeFirst();
   return row !== undefined;

@@ -175,11 +175,13 @@ export function createScoresService({
 
     /**
      * Applies a batch atomically: every score and its history row, or nothing. A
-     * redelivered job (same id) finds its rows and answers without writing again.
+     * redelivered job (same id), even one run at the same time, finds its rows and answers
+     * without writing again.
      */
     async applyBatch(entries: BatchEntry[], jobId: string, actor: Actor) {
       const addresses = entries.map((e) => e.address);
       const answer = await db.transaction().execute(async (trx) => {
+        await repo.lockJob(trx, jobId);
         if (!(await repo.jobAlreadyApplied(trx, jobId))) {
           const rows = await repo.registrationOf(trx, addresses);
           const registered = new Set(rows.filter((r) => r.is_registered).map((r) => r.address));
@@ -239,6 +241,8 @@ export function createScoresService({
       // Read before the transaction: the embedded database has one connection.
       const evidenceByAgent = await evidenceOf(addresses);
       const result = await db.transaction().execute(async (trx) => {
+        // Before anything is read: a client's score committed after this waits, and holds.
+        await repo.lockAgents(trx, addresses);
         if (options.keepOverrides) {
           const kept = await repo.overridden(trx, addresses);
           if (kept.size) addresses = addresses.filter((a) => !kept.has(a));
