@@ -126,6 +126,12 @@ describe('recorded transactions against a chain', () => {
     });
     expect(record.chainStatus).toBe('verified');
     expect(record.chainDetail).toContain(`a transfer of token ${token} from the agent`);
+    // Recorded without an asset, it moved a token, not wei: counted as a transaction, not as native
+    // volume (a worthless token of the agent's own would otherwise raise its volume factor).
+    const stats = (await get(t.app, `/api/transactions/${account(4)}/stats`)).json().data;
+    expect(stats).toMatchObject({ totalCount: 1, totalVolume: '0' });
+    const breakdown = (await get(t.app, `/api/scores/${account(4)}`)).json().data;
+    expect(breakdown.counted).toMatchObject({ transactions: 1, volume: '0', leftOutVolume: '0' });
   });
 
   it('verifies a reverted transaction recorded as failed, and refuses one recorded as successful', async () => {

@@ -199,6 +199,8 @@ export interface TransactionsTable {
   /** Why: the disagreeing fields of a mismatch, the node's error, the block of a verified one. */
   chain_detail: string | null;
   chain_checked_at: Timestamp | null;
+  /** Verified by a transfer of this token though it named no asset: not native volume. */
+  moved_token: string | null;
 }
 
 export type ChainStatus = 'unverified' | 'pending' | 'verified' | 'mismatch' | 'not_found' | 'unreachable';

@@ -2,6 +2,7 @@ import { type AgentRow, type DB, type Kysely, sql } from '@vouch/db';
 import type { SortOrder } from '@vouch/schemas';
 import { sanctionedSql } from '../sanctions/sanctions.repository.ts';
 import { scoreEventCtes } from '../scores/scores.repository.ts';
+import { nativeAmount } from '../transactions/transactions.repository.ts';
 
 type Executor = Kysely<DB>;
 
@@ -61,7 +62,7 @@ export function findAgentWithActivity(db: Executor, address: string) {
       eb
         .selectFrom('transactions')
         // Volume is in the native unit (wei): amounts of other assets are not comparable with it.
-        .select(sql<string>`coalesce(sum(amount) FILTER (WHERE asset = ''), 0)::text`.as('v'))
+        .select(sql<string>`coalesce(sum(amount) FILTER (WHERE ${nativeAmount}), 0)::text`.as('v'))
         .whereRef('transactions.agent', '=', 'agents.address')
         .as('total_volume'),
     ])

@@ -1,6 +1,7 @@
 import { type DB, type Kysely, sql } from '@vouch/db';
 import { agentEventCtes } from '../events/events.repository.ts';
 import { sanctionedSql } from '../sanctions/sanctions.repository.ts';
+import { nativeAmount } from '../transactions/transactions.repository.ts';
 
 type Executor = Kysely<DB>;
 
@@ -62,9 +63,9 @@ export async function modelInputs(
     LEFT JOIN (
       SELECT agent, (count(*) FILTER (WHERE ${counted}))::int AS transaction_count,
              (count(*) FILTER (WHERE success AND ${counted}))::int AS success_count,
-             coalesce(sum(amount) FILTER (WHERE ${counted} AND asset = ''), 0)::text AS total_volume,
+             coalesce(sum(amount) FILTER (WHERE ${counted} AND ${nativeAmount}), 0)::text AS total_volume,
              count(*)::int AS recorded_count,
-             coalesce(sum(amount) FILTER (WHERE asset = ''), 0)::text AS recorded_volume
+             coalesce(sum(amount) FILTER (WHERE ${nativeAmount}), 0)::text AS recorded_volume
       FROM transactions WHERE agent = ANY(${addresses}::text[]) GROUP BY agent
     ) t ON t.agent = a.address
     LEFT JOIN (

@@ -51,8 +51,14 @@ export function createChainChecks({
   const enqueueCheck = (agent: string, txHash: string) =>
     runner.enqueue(jobs.chainCheck, { agent, txHash }, { dedupeId: `chain:${agent}:${txHash}` });
 
-  async function store(agent: string, txHash: string, status: ChainStatus, detail: string): Promise<ChainCheckResult> {
-    const stored = await repo.storeChainStatus(db, { agent, txHash, status, detail, now: clock() });
+  async function store(
+    agent: string,
+    txHash: string,
+    status: ChainStatus,
+    detail: string,
+    movedToken: string | null = null,
+  ): Promise<ChainCheckResult> {
+    const stored = await repo.storeChainStatus(db, { agent, txHash, status, detail, movedToken, now: clock() });
     if (!stored) {
       // Another delivery stored a final state first: that one stands.
       const row = await repo.findTransaction(db, agent, txHash);
@@ -100,7 +106,7 @@ export function createChainChecks({
         return store(agent, txHash, 'not_found', 'the node knows the transaction, but it is not mined yet');
       }
       const verdict = judge(row, { ...tx, status: tx.status });
-      return store(agent, txHash, verdict.status, verdict.detail);
+      return store(agent, txHash, verdict.status, verdict.detail, verdict.movedToken);
     },
 
     /** Queues the checks of transactions that need one (again); see `transactionsToRecheck`. */

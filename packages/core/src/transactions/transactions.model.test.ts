@@ -31,9 +31,11 @@ describe('judge: a record against its mined transaction', () => {
       status: 'verified',
       fields: [],
       detail: 'block 7: success, native value from the agent',
+      movedToken: null,
     });
     // Without a counterparty the recipient is not looked at.
     expect(judge(recorded(), mined({ to: carol })).status).toBe('verified');
+    expect(judge(recorded(), mined()).movedToken).toBeNull();
   });
 
   it('names every field the chain disagrees with', () => {
@@ -59,6 +61,8 @@ describe('judge: a record against its mined transaction', () => {
       status: 'verified',
       detail: `block 7: success, a transfer of token ${token} from the agent`,
     });
+    // What moved was that token, not wei (kept out of the native volume).
+    expect(verdict.movedToken).toBe(token);
     // The token contract itself, the transaction's recipient, is a counterparty too.
     expect(judge(recorded({ counterparty: token }), tokenPayment).status).toBe('verified');
     // A transfer to the agent is not one it made.
@@ -70,7 +74,10 @@ describe('judge: a record against its mined transaction', () => {
     const asset = `eip155:8453/erc20:${token}`;
     const other = `0x${'f'.repeat(40)}`;
     const payment = mined({ to: token, value: 0n, transfers: [{ token, from: agent, to: bob, value: 1000n }] });
-    expect(judge(recorded({ asset, counterparty: bob }), payment).status).toBe('verified');
+    expect(judge(recorded({ asset, counterparty: bob }), payment)).toMatchObject({
+      status: 'verified',
+      movedToken: null,
+    });
     const wrongToken = mined({
       to: other,
       value: 0n,

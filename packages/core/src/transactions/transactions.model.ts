@@ -37,6 +37,11 @@ export interface ChainVerdict {
   /** The fields the chain disagrees with, in the order checked (empty when verified). */
   fields: Array<'from' | 'success' | 'amount' | 'counterparty'>;
   detail: string;
+  /**
+   * The token whose transfer matched the amount of a record that named no asset (not the native
+   * value): what moved was that token, not wei. Null otherwise.
+   */
+  movedToken: string | null;
 }
 
 /** The token contract of an `eip155:<chain>/erc20:<address>` asset id, or null. */
@@ -92,8 +97,14 @@ export function judge(record: RecordedFacts, tx: MinedTransaction): ChainVerdict
       status: 'mismatch',
       fields: problems.map(([field]) => field),
       detail: `${block}: ${problems.map(([field, why]) => `${field}: ${why}`).join('; ')}`,
+      movedToken: null,
     };
   }
   const what = nativeMatches ? 'native value' : `a transfer of token ${tokenMatch?.token}`;
-  return { status: 'verified', fields: [], detail: `${block}: ${tx.status}, ${what} from the agent` };
+  return {
+    status: 'verified',
+    fields: [],
+    detail: `${block}: ${tx.status}, ${what} from the agent`,
+    movedToken: !nativeMatches && token === null ? (tokenMatch?.token ?? null) : null,
+  };
 }

@@ -48,6 +48,13 @@ export function findTransaction(db: Executor, agent: string, txHash: string) {
     .executeTakeFirst();
 }
 
+/**
+ * A transaction whose amount is in the native unit (wei), for volume sums: recorded without an
+ * asset, and not found by the chain check to be a token transfer (`moved_token`). Amounts of
+ * other assets are not comparable with wei, and Vouch holds no prices.
+ */
+export const nativeAmount = sql<boolean>`(asset = '' AND moved_token IS NULL)`;
+
 export async function transactionStats(db: Executor, agent: string) {
   const result = await sql<{
     total_count: number;
@@ -57,7 +64,7 @@ export async function transactionStats(db: Executor, agent: string) {
   }>`
     SELECT count(*)::int AS total_count,
            (count(*) FILTER (WHERE success))::int AS success_count,
-           coalesce(sum(amount) FILTER (WHERE asset = ''), 0)::text AS total_volume,
+           coalesce(sum(amount) FILTER (WHERE ${nativeAmount}), 0)::text AS total_volume,
            max(occurred_at) AS last_time
     FROM transactions WHERE agent = ${agent}`.execute(db);
   const row = result.rows[0];
@@ -72,7 +79,7 @@ export async function transactionStats(db: Executor, agent: string) {
  */
 export async function storeChainStatus(
   db: Executor,
-  v: { agent: string; txHash: string; status: ChainStatus; detail: string; now: Date },
+  v: { agent: string; txHash: string; status: ChainStatus; detail: string; movedToken: string | null; now: Date },
 ): Promise<{ previous: ChainStatus } | undefined> {
   const result = await sql<{ previous: ChainStatus }>`
     WITH old AS (
@@ -81,7 +88,7 @@ export async function storeChainStatus(
       FOR UPDATE
     )
     UPDATE transactions t
-    SET chain_status = ${v.status}, chain_detail = ${v.detail}, chain_checked_at = ${v.now}
+    SET chain_status = ${v.status}, chain_detail = ${v.detail}, chain_checked_at = ${v.now}, moved_token = ${v.movedToken}
     FROM old WHERE t.id = old.id
     RETURNING old.chain_status AS previous`.execute(db);
   return result.rows[0];

@@ -22,6 +22,7 @@ import * as sanctionsRescore from './20261209000000-sanctions-rescore.ts';
 import * as webhookPreviousSecrets from './20261210000000-webhook-previous-secrets.ts';
 import * as anomalyChecksOrganization from './20261211000000-anomaly-checks-organization.ts';
 import * as erc8004MintedTo from './20261212000000-erc8004-minted-to.ts';
+import * as transactionsMovedToken from './20261213000000-transactions-moved-token.ts';
 
 /** Every migration, in order. Names are timestamped; never rename or reorder a landed one. */
 export const migrations: Record<string, Migration> = {
@@ -48,4 +49,5 @@ export const migrations: Record<string, Migration> = {
   '20261210000000-webhook-previous-secrets': webhookPreviousSecrets,
   '20261211000000-anomaly-checks-organization': anomalyChecksOrganization,
   '20261212000000-erc8004-minted-to': erc8004MintedTo,
+  '20261213000000-transactions-moved-token': transactionsMovedToken,
 };
