@@ -22,7 +22,7 @@ let t: TestContext;
 const ETHER = 10n ** 18n;
 
 beforeAll(async () => {
-  chain = await startLocalChain({ accounts: 6 });
+  chain = await startLocalChain({ accounts: 7 });
   t = await createTestApp({ chainRpcUrl: chain.url, refreshDelayMs: 50 });
 }, 60_000);
 
@@ -104,6 +104,33 @@ describe('recorded transactions against a chain', () => {
     // Mismatches count for nothing.
     const breakdown = (await get(t.app, `/api/scores/${account(3)}`)).json().data;
     expect(breakdown.counted).toMatchObject({ transactions: 0, leftOutTransactions: 2 });
+  });
+
+  it('has every API process drop the agent’s cached standing once a check changes what counts', async () => {
+    // A score a client set: the refresh after the check leaves the agent's row alone, so only the
+    // check itself can tell the read caches that the agent's verified evidence changed.
+    const agent = account(6);
+    await createAgent(t.app, { address: agent });
+    expect((await post(t.app, `/api/agents/${agent}/score`, { score: 700, reason: '0x01' })).statusCode).toBe(200);
+    const heard: string[] = [];
+    let ready: () => void = () => {};
+    const listening = new Promise<void>((resolve) => {
+      ready = resolve;
+    });
+    const listener = await t.database.listen('vouch_cache', {
+      onNotify: (payload) => heard.push(payload),
+      onReady: () => ready(),
+    });
+    try {
+      await listening;
+      const txHash = await chain.sendValue(agent, account(2), 10n);
+      const record = await recordAndCheck(t, { agent, txHash, amount: '10', type: 0 });
+      expect(record.chainStatus).toBe('verified');
+      // One drop for the record (it touches the agent's row), one for the check that verified it.
+      await expect.poll(() => heard.filter((p) => p === `agents:${agent}`).length).toBeGreaterThanOrEqual(2);
+    } finally {
+      await listener.close();
+    }
   });
 
   it('finds no transaction for a made-up hash', async () => {

@@ -86,11 +86,15 @@ export async function storeChainStatus(
       SELECT id, chain_status FROM transactions
       WHERE agent = ${v.agent} AND tx_hash = ${v.txHash} AND chain_status NOT IN ('verified', 'mismatch')
       FOR UPDATE
+    ), stored AS (
+      UPDATE transactions t
+      SET chain_status = ${v.status}, chain_detail = ${v.detail}, chain_checked_at = ${v.now}, moved_token = ${v.movedToken}
+      FROM old WHERE t.id = old.id
+      RETURNING old.chain_status AS previous
     )
-    UPDATE transactions t
-    SET chain_status = ${v.status}, chain_detail = ${v.detail}, chain_checked_at = ${v.now}, moved_token = ${v.movedToken}
-    FROM old WHERE t.id = old.id
-    RETURNING old.chain_status AS previous`.execute(db);
+    -- The agent's cached standing counts its verified transactions (its confidence): every API
+    -- process drops it at commit, whether or not the score that follows changes its row.
+    SELECT previous, pg_notify('vouch_cache', ${`agents:${v.agent}`}) FROM stored`.execute(db);
   return result.rows[0];
 }
 
