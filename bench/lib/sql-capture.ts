@@ -34,7 +34,7 @@ async function capture(source: string, clock: () => Date, use: (services: Servic
     db,
     driver: 'postgres',
     ping: async () => {},
-    listen: async () => ({ close: async () => {} }),
+    listen: async () => ({ proven: () => false, close: async () => {} }),
     close: () => db.destroy(),
   };
   const runtime = await createTestRuntime(database, { migrate: false, loadSanctions: false, clock });

@@ -48,7 +48,17 @@ export interface Database {
    * proven to deliver; `onLost` when notifications may have been missed (the connection dropped,
    * or stopped delivering).
    */
-  listen(channel: string, handlers: ListenHandlers): Promise<{ close(): Promise<void> }>;
+  listen(channel: string, handlers: ListenHandlers): Promise<Listening>;
+  close(): Promise<void>;
+}
+
+export interface Listening {
+  /**
+   * Whether delivery is proven now: a heartbeat came back within the last `everyMs + timeoutMs`
+   * (PostgreSQL; always true on PGlite). False once the path to the server has gone quiet, before
+   * the connection counts as lost: what is known of the notifications is then out of date.
+   */
+  proven(): boolean;
   close(): Promise<void>;
 }
 
@@ -120,8 +130,11 @@ function createPostgres(connectionString: string, options: DatabaseOptions): Dat
  * listens on a channel of its own and, every `heartbeat.everyMs`, notifies it from another
  * session (`notify`, through the pool), as every real notification comes: a heartbeat sent and
  * not back within `heartbeat.timeoutMs` counts as a lost connection. One that could not be sent
- * (the pool busy or away) proves nothing either way and is skipped. `onReady` waits for the first
- * heartbeat, so a connection that never delivers is never reported ready.
+ * (the pool busy or away) proves nothing either way and is skipped, but then no heartbeat comes
+ * back either: `proven()` is true only within `everyMs + timeoutMs` of the last one that did, so
+ * a process whose whole path to the server has gone quiet stops trusting what it was told long
+ * before TCP keepalive ends the connection. `onReady` waits for the first heartbeat, so a
+ * connection that never delivers is never reported ready.
  */
 async function listenPostgres(
   connectionString: string,
@@ -133,6 +146,9 @@ async function listenPostgres(
   let closed = false;
   let client: pg.Client | undefined;
   let retry: NodeJS.Timeout | undefined;
+  // When the last heartbeat came back (performance.now()), on the current connection.
+  let provenAt = Number.NEGATIVE_INFINITY;
+  const lease = heartbeat.everyMs + heartbeat.timeoutMs;
   const own = `${channel}_heartbeat_${randomBytes(6).toString('hex')}`;
   const connect = async (): Promise<void> => {
     if (closed) return;
@@ -148,6 +164,7 @@ async function listenPostgres(
     const lost = (error: unknown) => {
       if (client !== next) return;
       client = undefined;
+      provenAt = Number.NEGATIVE_INFINITY;
       clearTimeout(beat);
       next.removeAllListeners('notification');
       // A silent peer would keep a polite end waiting for TCP to give up: the socket goes now.
@@ -166,7 +183,13 @@ async function listenPostgres(
       const payload = String(++sent);
       // Listened for before it is sent: it may arrive before the sender hears its answer.
       const back = new Promise<true>((resolve) => {
-        waiting = { payload, done: () => resolve(true) };
+        waiting = {
+          payload,
+          done: () => {
+            provenAt = performance.now();
+            resolve(true);
+          },
+        };
       });
       let timer: NodeJS.Timeout | undefined;
       try {
@@ -219,6 +242,7 @@ async function listenPostgres(
   };
   await connect();
   return {
+    proven: () => client !== undefined && performance.now() - provenAt <= lease,
     close: async () => {
       closed = true;
       clearTimeout(retry);
@@ -244,7 +268,7 @@ function createPglite(dataDir: string, waitMs: number): Database {
       const client = await dialect.client();
       const unsubscribe = await client.listen(channel, (payload) => handlers.onNotify(payload));
       handlers.onReady?.();
-      return { close: () => unsubscribe() };
+      return { proven: () => true, close: () => unsubscribe() };
     },
     close: () => db.destroy(),
   };

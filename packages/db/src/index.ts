@@ -6,6 +6,7 @@ export {
   type DatabaseDriver,
   type DatabaseOptions,
   type ListenHandlers,
+  type Listening,
 } from './client.ts';
 export { type DataDirHolder, DataDirLockedError, lockDataDir } from './data-dir-lock.ts';
 export { isDatabaseBusy, isDatabaseUnavailable, sqlState } from './errors.ts';

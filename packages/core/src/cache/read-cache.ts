@@ -23,7 +23,9 @@ export const cacheInvalidations = channel('vouch:cache:invalidate');
  * entry by the database's `vouch_cache` notifications, which triggers send at commit for
  * every change from any process (`<space>:<key>`, or `<space>:*` for a statement that
  * changed many rows: the whole space goes). While notifications may be missed (the
- * listening connection is down) nothing is served from the cache and it is emptied.
+ * listening connection is down) nothing is served from the cache and it is emptied; while their
+ * delivery is not proven of late (no heartbeat back within its lease: the path to the server has
+ * gone quiet) nothing is served or stored, and reads go to the database.
  */
 export interface ReadCache {
   /** Reads through the cache: `load` runs on a miss, and its result is kept unless a change raced it. */
@@ -34,6 +36,7 @@ export interface ReadCache {
    * the notification. Other processes learn of it from the notification.
    */
   invalidate(space: CacheSpace, key: string): void;
+  /** Whether entries are served now: listening, with its delivery proven within the lease. */
   readonly active: boolean;
   size(): number;
   close(): Promise<void>;
@@ -91,16 +94,16 @@ export async function createReadCache(database: Database, options: { maxEntries?
 
   return {
     get active() {
-      return active;
+      return active && listening.proven();
     },
     async read<T>(space: CacheSpace, key: string, load: () => Promise<T>): Promise<T> {
-      if (!active) return load();
+      if (!active || !listening.proven()) return load();
       const entries = spaces[space];
       const cached = entries.get(key);
       if (cached !== undefined || entries.has(key)) return cached as T;
       const seen = epoch;
       const value = await load();
-      if (active && seen === epoch) {
+      if (active && seen === epoch && listening.proven()) {
         entries.set(key, value);
         if (size() > max) {
           // From the fullest space; maps keep insertion order, so the entry stored first goes.
