@@ -355,4 +355,35 @@ describe('AUTH=off', () => {
     const reader = successEnvelope(createdApiKey).parse(created.json()).data.key;
     expect((await off.app.inject({ method: 'GET', url: '/api/keys', headers: bearer(reader) })).statusCode).toBe(403);
   });
+
+  it('holds a key that is presented to its scopes; a request without one stays open', async () => {
+    const address = await createAgentWithBudget(off.app, { dailyLimit: '10', monthlyLimit: '100' });
+    const created = await off.app.inject({
+      method: 'POST',
+      url: '/api/keys',
+      payload: { name: 'read only', scopes: ['read'] },
+      headers: bearer(ADMIN),
+    });
+    const reader = successEnvelope(createdApiKey).parse(created.json()).data.key;
+    const spend = (headers = {}) =>
+      off.app.inject({ method: 'POST', url: `/api/budgets/${address}/spend`, payload: { amount: '3' }, headers });
+    const refused = await spend(bearer(reader));
+    expect(refused.statusCode).toBe(403);
+    expect(failureEnvelope.parse(refused.json()).error).toMatchObject({
+      code: 'FORBIDDEN',
+      details: { required: 'spend', scopes: ['read'] },
+    });
+    const raised = await off.app.inject({
+      method: 'POST',
+      url: `/api/budgets/${address}/set`,
+      payload: { dailyLimit: '1000' },
+      headers: bearer(reader),
+    });
+    expect(raised.statusCode).toBe(403);
+    // Nothing was spent or changed; reading is what the key may do.
+    const budget = await off.app.inject({ method: 'GET', url: `/api/budgets/${address}`, headers: bearer(reader) });
+    expect(budget.statusCode).toBe(200);
+    expect(budget.json().data).toMatchObject({ dailyLimit: '10', dailySpent: '0' });
+    expect((await spend()).statusCode).toBe(200);
+  });
 });
