@@ -1,4 +1,5 @@
 import { createHash } from 'node:crypto';
+import { jobs } from '@vouch/jobs';
 import { auditList, failureEnvelope, organization, organizationList, successEnvelope } from '@vouch/schemas';
 import { createKey, createOrganizationKey, createTestApp, randomAddress, type TestContext } from '@vouch/testkit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -243,6 +244,14 @@ describe('agents are global, budgets are each organization’s own', () => {
     expect((await call(acme, 'GET', `/api/jobs/${jobId}`)).statusCode).toBe(200);
     expect(code(await call(globex, 'GET', `/api/jobs/${jobId}`))).toBe('JOB_NOT_FOUND');
     expect((await call(ADMIN, 'GET', `/api/jobs/${jobId}`)).statusCode).toBe(200);
+  });
+
+  it('a job of the service’s own (a webhook delivery, a sweep) is read by the operator only', async () => {
+    const queued = await t.jobs.enqueue(jobs.expireHolds, {});
+    for (const key of [acme, globex]) {
+      expect(code(await call(key, 'GET', `/api/jobs/${queued.jobId}`))).toBe('JOB_NOT_FOUND');
+    }
+    expect((await call(ADMIN, 'GET', `/api/jobs/${queued.jobId}`)).statusCode).toBe(200);
   });
 });
 

@@ -137,10 +137,14 @@ export function createScoringJobs({
       });
     },
 
-    /** A job the actor's organization queued (or one of the service's own); another organization's is not found. */
+    /**
+     * A job the actor's organization queued; another organization's is not found, and so is one of
+     * the service's own (refreshes, webhook deliveries, sweeps: no organization), whose ids are
+     * sequential and would tell anyone of every organization's activity. The operator reads all.
+     */
     async get(actor: Actor, jobId: string): Promise<JobInfo> {
       const info = await runner.get(jobId);
-      const foreign = info?.organizationId && info.organizationId !== actor.organizationId && !actor.operator;
+      const foreign = !actor.operator && info?.organizationId !== actor.organizationId;
       if (!info || foreign)
         throw new DomainError('JOB_NOT_FOUND', `job ${jobId} is not known (finished jobs are kept for a limited time)`);
       // The transports keep milliseconds; the API speaks unix seconds everywhere.
