@@ -677,6 +677,38 @@ describe('holds and approvals', () => {
     }
   });
 
+  it('a grant whose hold is voided while it is redeemed is judged as any payment, and kept', async () => {
+    const saved = t.clock.now;
+    try {
+      t.clock.set('2026-06-10T23:50:00Z');
+      const { agent, cp } = await reviewsAbove200();
+      const review = await decideOk({ agent, amount: '300', counterparty: cp, hold: true });
+      t.clock.set('2026-06-11T00:10:00Z');
+      expect((await post(t.app, `/api/approvals/${review.approvalId}/approve`, {})).statusCode).toBe(200);
+      expect((await post(t.app, `/api/budgets/${agent}/spend`, { amount: '800' })).statusCode).toBe(200);
+      // The hold is read with the budget, then voided before the decision redeems the grant: it
+      // no longer pays, and the new day has 200 left for a payment of 300.
+      const holdId = review.authorization?.authorizationId;
+      const forDecision = t.services.sanctions.forDecision;
+      vi.spyOn(t.services.sanctions, 'forDecision').mockImplementationOnce(async (...args) => {
+        const screened = await forDecision(...args);
+        const voided = await post(t.app, `/api/budgets/${agent}/authorizations/${holdId}/void`, {});
+        expect(voided.statusCode).toBe(200);
+        return screened;
+      });
+      const raced = await decideOk({ agent, amount: '300', counterparty: cp, approvalId: review.approvalId });
+      vi.restoreAllMocks();
+      expect([raced.decision, codes(raced)]).toEqual(['deny', ['DAILY_LIMIT', 'POLICY_REVIEW']]);
+      expect(raced.authorization).toBeNull();
+      expect(raced.budget).toMatchObject({ allowed: false, reason: 'DAILY_LIMIT', dailyRemaining: '200' });
+      // The grant was not spent on a refusal.
+      expect((await get(t.app, `/api/approvals/${review.approvalId}`)).json().data.status).toBe('approved');
+    } finally {
+      vi.restoreAllMocks();
+      t.clock.set(saved);
+    }
+  });
+
   it('a denied review releases its hold; an unanswered one expires with it', async () => {
     const agent = await createAgentWithBudget(t.app, limits);
     await setPolicy(agent, [{ name: 'all', action: 'review' }]);

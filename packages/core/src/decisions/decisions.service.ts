@@ -317,6 +317,24 @@ export function createDecisionsService(deps: DecisionsDeps) {
                   ? null
                   : await repo.liveHold(trx, actor.organizationId, String(taken.authorization_id), now);
               redeemed = true;
+              // The budget was judged without the grant's hold, and its day and month limits waived,
+              // because that hold pays. One voided or expired since the first read pays nothing: the
+              // payment is judged again as any other, and a refusal gives the grant back.
+              if (ownHold && approvalHold === null) {
+                const plain = budgets.checkAnswer(budget, input.amount, now);
+                if (!plain.allowed) {
+                  verdict = decide({ ...evidence, budget: { allowed: false, reason: plain.reason } });
+                  stored.budget = {
+                    allowed: false,
+                    reason: plain.reason,
+                    dailyRemaining: plain.dailyRemaining,
+                    monthlyRemaining: plain.monthlyRemaining,
+                    perTxLimit: plain.perTxLimit,
+                  };
+                  await repo.unredeemApproval(trx, actor.organizationId, grant.id);
+                  redeemed = false;
+                }
+              }
             } else {
               verdict = decide({
                 ...evidence,
