@@ -1,5 +1,5 @@
 import type { Services } from '@vouch/core';
-import { DomainError, rebuildError } from '@vouch/core';
+import { rebuildError } from '@vouch/core';
 import type { DB, Kysely } from '@vouch/db';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
@@ -39,32 +39,26 @@ export async function idempotent<T>(
   // key of one organization sees the same stored answers.
   const scope = `${request.method} ${request.routeOptions.url}`;
   const effects: Array<() => void> = [];
-  let result: Awaited<ReturnType<typeof services.idempotency.execute<T>>>;
-  try {
-    result = await services.idempotency.execute(
-      {
-        organizationId: actorOf(request).organizationId,
-        scope,
-        key,
-        request: { params: request.params, body: request.body },
-      },
-      statusOf,
-      (trx) => work(trx, (effect) => effects.push(effect)),
-    );
-  } catch (error) {
-    // A domain refusal of the work was stored with its effect (a refused spend stays in the
-    // ledger, with its event): that transaction committed too.
-    if (error instanceof DomainError) for (const effect of effects) effect();
-    throw error;
-  }
-  // Side effects of the work run only once its transaction has committed.
+  // Whatever this throws committed nothing (a 503, a busy database, a key in use): no effect runs.
+  const result = await services.idempotency.execute(
+    {
+      organizationId: actorOf(request).organizationId,
+      scope,
+      key,
+      request: { params: request.params, body: request.body },
+    },
+    statusOf,
+    (trx) => work(trx, (effect) => effects.push(effect)),
+  );
+  // Side effects of the work run only once its transaction has committed, a stored refusal's
+  // too (a refused spend stays in the ledger, with its event).
   for (const effect of effects) effect();
-  if (!result.replayed) {
-    reply.code(statusOf(result.value));
-    return ok(result.value);
-  }
-  reply.header('idempotency-replayed', 'true');
+  if (result.replayed) reply.header('idempotency-replayed', 'true');
   if (!result.outcome.ok) throw rebuildError(result.outcome);
+  if (!result.replayed) {
+    reply.code(statusOf(result.value as T));
+    return ok(result.value as T);
+  }
   reply.code(result.outcome.statusCode);
   return ok(result.outcome.data as T);
 }

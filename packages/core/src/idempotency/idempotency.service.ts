@@ -26,7 +26,14 @@ export interface StoredOutcome {
   error?: { code: DomainError['code']; message: string; details?: unknown };
 }
 
-export type IdempotentResult<T> = { replayed: false; value: T } | { replayed: true; outcome: StoredOutcome };
+/**
+ * What a request under a key came to, once stored and committed: the work's answer (`value`, when
+ * `outcome.ok`) or its refusal (`outcome.error`), or the answer stored before (`replayed`).
+ * Anything thrown instead committed nothing.
+ */
+export type IdempotentResult<T> =
+  | { replayed: false; value: T | undefined; outcome: StoredOutcome }
+  | { replayed: true; outcome: StoredOutcome };
 
 export function requestHash(request: unknown): string {
   return createHash('sha256').update(canonicalJson(request)).digest('hex');
@@ -84,9 +91,7 @@ export function createIdempotencyService({ db, clock }: { db: Kysely<DB>; clock:
         });
         return { replayed: false as const, value, outcome };
       });
-      if (result.replayed) return result;
-      if (!result.outcome.ok) throw rebuildError(result.outcome);
-      return { replayed: false, value: result.value as T };
+      return result;
     },
 
     /** Drops keys past their retention; returns how many. */
