@@ -1,5 +1,5 @@
 import { createServer } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import { type AddressInfo, createServer as createTcpServer } from 'node:net';
 import { describe, expect, it } from 'vitest';
 import { postWebhook } from './webhooks.http.ts';
 
@@ -33,6 +33,39 @@ describe('postWebhook', () => {
       });
       expect(result).toMatchObject({ statusCode: 204, error: null });
       expect(received).toEqual([{ headers: expect.objectContaining({ 'webhook-id': 'evt_1' }), body: '{"a":1}' }]);
+    } finally {
+      server.close();
+    }
+  });
+
+  it('ends an attempt the receiver answers with a protocol switch, a redirect or silence, within its time', async () => {
+    // Raw answers, as a receiver may send them: a 101 is not an answer Node reports as one.
+    const answers: Record<string, string | null> = {
+      switch: 'HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\r\n',
+      redirect:
+        'HTTP/1.1 301 Moved Permanently\r\nLocation: https://hooks.example.com/vouch?token=SECRET\r\nContent-Length: 0\r\n\r\n',
+      silent: null,
+    };
+    const server = createTcpServer((socket) => {
+      socket.on('error', () => {});
+      socket.once('data', (data) => {
+        const answer = answers[/POST \/(\w+)/.exec(data.toString())?.[1] ?? ''];
+        if (answer) socket.write(answer);
+      });
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    try {
+      const { port } = server.address() as AddressInfo;
+      const send = (path: string) =>
+        postWebhook(`http://127.0.0.1:${port}/${path}`, {}, '{}', { timeoutMs: 1000, allowPrivateTargets: true });
+      expect(await send('switch')).toMatchObject({ statusCode: 101, error: expect.stringContaining('101') });
+      const redirected = await send('redirect');
+      expect(redirected).toEqual({
+        statusCode: 301,
+        durationMs: expect.any(Number),
+        error: 'redirects are not followed (to https://hooks.example.com)',
+      });
+      expect(await send('silent')).toMatchObject({ statusCode: null, error: 'no answer within 1000 ms' });
     } finally {
       server.close();
     }

@@ -66,9 +66,18 @@ export function postWebhook(
       agent: false,
       ...(guarded && { lookup: guardedLookup }),
     });
+    // The attempt ends here whatever the request does next: a request already torn down (an
+    // upgrade, below) emits nothing more when destroyed again.
     timer = setTimeout(() => {
-      request.destroy(new Error(`no answer within ${options.timeoutMs} ms`));
+      request.destroy();
+      finish(null, `no answer within ${options.timeoutMs} ms`);
     }, options.timeoutMs);
+    // A 101 is a switch of protocols, not an answer: Node hands it to 'upgrade' listeners and,
+    // without one, drops the socket with no other event. The attempt fails with its status.
+    request.on('upgrade', (_response, socket) => {
+      socket.destroy();
+      finish(101, 'the receiver switched protocols (101): not an answer to a webhook');
+    });
     request.on('error', (error: NodeJS.ErrnoException) => {
       // A name refused as private and one that does not resolve read the same: the attempt log
       // must not tell whoever set the URL which internal names exist.
@@ -82,7 +91,7 @@ export function postWebhook(
     });
     request.on('response', (response) => {
       const status = response.statusCode ?? null;
-      const location = response.headers.location;
+      const location = redirectTarget(url, response.headers.location);
       let read = 0;
       response.on('data', (chunk: Buffer) => {
         read += chunk.length;
@@ -92,7 +101,7 @@ export function postWebhook(
         finish(
           status,
           status !== null && status >= 300 && status < 400
-            ? `redirects are not followed${location ? ` (Location: ${String(location).slice(0, 200)})` : ''}`
+            ? `redirects are not followed${location ? ` (to ${location})` : ''}`
             : status !== null && (status < 200 || status >= 300)
               ? `the receiver answered ${status}`
               : null,
@@ -103,4 +112,19 @@ export function postWebhook(
     });
     request.end(payload);
   });
+}
+
+/**
+ * Where a redirect points, as much of it as the attempt log keeps: its origin. Its path and query
+ * may carry a token (the endpoint's own URL moved to https, say), and the log's last error goes
+ * into the `webhook.disabled` event, which every key that reads events sees.
+ */
+function redirectTarget(url: string, location: string | undefined): string | null {
+  if (!location) return null;
+  try {
+    const origin = new URL(location, url).origin;
+    return origin === 'null' ? null : origin;
+  } catch {
+    return null;
+  }
 }
