@@ -1,3 +1,5 @@
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import {
   createAgent,
   createTestApp,
@@ -77,6 +79,40 @@ describe('verification with a chain', () => {
       expect(result).toMatchObject({ total: 7, notRun: 1 });
     } finally {
       await ctx.close();
+    }
+  });
+
+  it('a node that fails owner() (refused, or its internal error) leaves ownerConsistency not run', async () => {
+    // A node that answers every call with JSON-RPC's internal error, which viem reads as a revert.
+    const failing = createServer((req, res) => {
+      let body = '';
+      req.on('data', (chunk) => {
+        body += chunk;
+      });
+      req.on('end', () => {
+        const { id } = JSON.parse(body || '{}') as { id?: number };
+        res.writeHead(200, { 'content-type': 'application/json' });
+        res.end(JSON.stringify({ jsonrpc: '2.0', id, error: { code: -32603, message: 'internal error' } }));
+      });
+    });
+    await new Promise<void>((resolve) => failing.listen(0, '127.0.0.1', resolve));
+    const { port } = failing.address() as AddressInfo;
+    try {
+      for (const chainRpcUrl of ['http://127.0.0.1:9', `http://127.0.0.1:${port}`]) {
+        const ctx = await createTestApp({ jobs: 'in-process', chainRpcUrl });
+        try {
+          const address = randomAddress();
+          await createAgent(ctx.app, { address, owner: randomAddress() });
+          const result = (await post(ctx.app, '/api/verify', { address })).json().data;
+          expect(result.checkStates).toMatchObject({ contractExists: 'not_run', ownerConsistency: 'not_run' });
+          expect(result.checkDetails.ownerConsistency).toMatch(/^owner\(\) could not be read/);
+          expect(result).toMatchObject({ total: 6, notRun: 2 });
+        } finally {
+          await ctx.close();
+        }
+      }
+    } finally {
+      failing.close();
     }
   });
 });

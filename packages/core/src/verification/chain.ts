@@ -1,11 +1,13 @@
 import {
   BaseError,
   CallExecutionError,
-  ContractFunctionExecutionError,
+  ContractFunctionRevertedError,
+  ContractFunctionZeroDataError,
   createPublicClient,
   getAddress,
   type Hex,
   http,
+  InternalRpcError,
   type PublicClient,
   TransactionNotFoundError,
   TransactionReceiptNotFoundError,
@@ -22,13 +24,22 @@ const OWNER_ABI = [
  */
 export type ChainAnswer<T> = { ok: true; value: T } | { ok: false; reason: string; unreachable: boolean };
 
-/** Whether the chain itself answered: a reverted or empty contract call did; a transport error did not. */
+/**
+ * Whether the chain itself did not answer a contract call. It answered only when the call
+ * reverted or returned nothing (no such function, no code); anything else — a refused or reset
+ * connection, a timeout, a gateway's page, a rate limit, a node's internal error — did not, and
+ * fails closed as `not_run` rather than as a contract that refused. A node's internal error
+ * (-32603) reads as a revert to viem; it is one only when it carries revert data.
+ */
 function unreachable(error: unknown): boolean {
-  if (error instanceof BaseError && error.walk((e) => e instanceof ContractFunctionExecutionError)) {
-    const cause = (error.walk() as Error | undefined)?.name ?? '';
-    return /HttpRequestError|TimeoutError|RpcRequestError|SocketClosedError|WebSocketRequestError/.test(cause);
-  }
-  return true;
+  if (!(error instanceof BaseError)) return true;
+  if (error.walk((e) => e instanceof ContractFunctionZeroDataError)) return false;
+  const reverted = error.walk(
+    (e) => e instanceof ContractFunctionRevertedError,
+  ) as ContractFunctionRevertedError | null;
+  if (!reverted) return true;
+  const internal = error.walk((e) => (e as { code?: unknown }).code === InternalRpcError.code);
+  return internal !== null && reverted.raw === undefined;
 }
 
 /** An ERC-20 `Transfer(address indexed from, address indexed to, uint256 value)` event, addresses lowercase. */
