@@ -241,6 +241,33 @@ describe('POST /api/scores/anomaly-check', () => {
     expect(stored).toEqual([{ organization_id: 'default' }, { organization_id: 'default' }]);
   });
 
+  it('leaves out of the native average a record the chain check found to move a token', async () => {
+    const agent = await createAgent(t.app);
+    const now = Math.floor(t.clock.now.getTime() / 1000);
+    for (let i = 0; i < 6; i++) await recordTx(t.app, agent, { amount: '1000', timestamp: now - 86_400 * (i + 1) });
+    // A record without an asset, 10^21 of an 18-decimal token as the chain check found it to be.
+    const tokenTx = randomTxHash();
+    const recorded = await post(t.app, '/api/transactions/record', {
+      agent,
+      txHash: tokenTx,
+      amount: '1000000000000000000000',
+      type: 0,
+      timestamp: now - 3_600 * 3,
+    });
+    expect(recorded.statusCode, recorded.body).toBe(201);
+    await t.database.db
+      .updateTable('transactions')
+      .set({ moved_token: `0x${'7'.repeat(40)}` })
+      .where('tx_hash', '=', tokenTx)
+      .execute();
+    const checked = successEnvelope(anomalyResult).parse(
+      (await post(t.app, '/api/scores/anomaly-check', { agent, amount: '50000', type: 0 })).json(),
+    ).data;
+    // 50,000 wei against the six native records' 1,000: 50×, not a speck of the token's amount.
+    expect(checked.factors.largeValue).toMatchObject({ value: 50, risk: 1 });
+    expect(checked.flags.map((f) => f.code)).toContain('LARGE_VALUE');
+  });
+
   it('judges a transaction checked after it was recorded as it judged it before', async () => {
     const agent = await createAgent(t.app);
     const now = Math.floor(t.clock.now.getTime() / 1000);

@@ -1,4 +1,5 @@
 import { type DB, type Insertable, type Kysely, sql } from '@vouch/db';
+import { nativeAmount } from '../transactions/transactions.repository.ts';
 
 type Executor = Kysely<DB>;
 
@@ -12,7 +13,7 @@ export interface TransactionHistory {
 
 /**
  * The agent's recorded transactions between `since` and `now`: count and failures (of every
- * asset), count and volume in `asset` ('' the native unit), and the count since `hourAgo`; all
+ * asset), count and volume in `asset` ('' the native unit, `nativeAmount`), and the count since `hourAgo`; all
  * but `exceptTxHash` (the checked transaction itself when it is already recorded).
  */
 export async function transactionHistory(
@@ -22,11 +23,14 @@ export async function transactionHistory(
   window: { since: Date; hourAgo: Date; now: Date },
   exceptTxHash: string | null = null,
 ): Promise<TransactionHistory> {
+  // In the native unit only what moved it: a record without an asset that the chain check found
+  // to be a token transfer is an amount of that token, not of wei (as in every volume sum).
+  const sameAsset = asset === '' ? nativeAmount : sql<boolean>`(asset = ${asset})`;
   const result = await sql<TransactionHistory>`
     SELECT count(*)::int AS count30d,
            (count(*) FILTER (WHERE NOT success))::int AS failed30d,
-           (count(*) FILTER (WHERE asset = ${asset}))::int AS asset_count30d,
-           coalesce(sum(amount) FILTER (WHERE asset = ${asset}), 0)::text AS volume30d,
+           (count(*) FILTER (WHERE ${sameAsset}))::int AS asset_count30d,
+           coalesce(sum(amount) FILTER (WHERE ${sameAsset}), 0)::text AS volume30d,
            (count(*) FILTER (WHERE occurred_at >= ${window.hourAgo}))::int AS last_hour
     FROM transactions WHERE agent = ${agent} AND occurred_at >= ${window.since} AND occurred_at <= ${window.now}
       AND tx_hash IS DISTINCT FROM ${exceptTxHash}`.execute(db);
