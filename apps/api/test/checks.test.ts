@@ -185,10 +185,11 @@ describe('POST /api/verify', () => {
 describe('POST /api/scores/anomaly-check', () => {
   it('flags a large value against the agent’s own history and stores the check', async () => {
     const agent = await createAgent(t.app);
+    // Six transactions over the two hours before the last: as frequent as this one, so that only its value stands out.
     for (let i = 0; i < 6; i++)
       await recordTx(t.app, agent, {
         amount: '1000',
-        timestamp: Math.floor(t.clock.now.getTime() / 1000) - 86_400 * (i + 1),
+        timestamp: Math.floor(t.clock.now.getTime() / 1000) - 3_700 - 600 * i,
       });
     const res = await post(t.app, '/api/scores/anomaly-check', {
       agent,
@@ -210,7 +211,7 @@ describe('POST /api/scores/anomaly-check', () => {
     const agent = await createAgent(t.app);
     const usdc = 'eip155:8453/erc20:0x833589fcd6edb6e08f4c7c32d4f71b54bda02913';
     for (let i = 0; i < 6; i++) {
-      const timestamp = Math.floor(t.clock.now.getTime() / 1000) - 86_400 * (i + 1);
+      const timestamp = Math.floor(t.clock.now.getTime() / 1000) - 3_700 - 600 * i;
       // A wei amount far above any USDC one, and USDC amounts of 1 USDC each.
       await recordTx(t.app, agent, { amount: '1000000000000000000', timestamp });
       const usdcTx = await post(t.app, '/api/transactions/record', {
@@ -239,6 +240,20 @@ describe('POST /api/scores/anomaly-check', () => {
       .where('agent', '=', agent)
       .execute();
     expect(stored).toEqual([{ organization_id: 'default' }, { organization_id: 'default' }]);
+  });
+
+  it('takes the hourly average over a history recorded from before the agent was first seen', async () => {
+    // First seen now, with a month of one transaction a day recorded after the fact, then a burst.
+    const agent = await createAgent(t.app);
+    const now = Math.floor(t.clock.now.getTime() / 1000);
+    for (let i = 0; i < 29; i++) await recordTx(t.app, agent, { timestamp: now - 86_400 * (i + 1) });
+    for (let i = 0; i < 10; i++) await recordTx(t.app, agent, { timestamp: now - 60 * (i + 1) });
+    const checked = successEnvelope(anomalyResult).parse(
+      (await post(t.app, '/api/scores/anomaly-check', { agent, amount: '1000', type: 0 })).json(),
+    ).data;
+    // 11 this hour against 39 over 29 days, not against 39 over the hour the agent has been known.
+    expect(checked.factors.frequency.value).toBeGreaterThan(100);
+    expect(checked.flags.map((f) => f.code)).toContain('HIGH_FREQUENCY');
   });
 
   it('leaves out of the native average a record the chain check found to move a token', async () => {

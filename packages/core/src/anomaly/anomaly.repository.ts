@@ -9,6 +9,8 @@ export interface TransactionHistory {
   asset_count30d: number;
   volume30d: string;
   last_hour: number;
+  /** The earliest of these transactions (null: none). */
+  first_at: Date | null;
 }
 
 /**
@@ -31,10 +33,13 @@ export async function transactionHistory(
            (count(*) FILTER (WHERE NOT success))::int AS failed30d,
            (count(*) FILTER (WHERE ${sameAsset}))::int AS asset_count30d,
            coalesce(sum(amount) FILTER (WHERE ${sameAsset}), 0)::text AS volume30d,
-           (count(*) FILTER (WHERE occurred_at >= ${window.hourAgo}))::int AS last_hour
+           (count(*) FILTER (WHERE occurred_at >= ${window.hourAgo}))::int AS last_hour,
+           min(occurred_at) AS first_at
     FROM transactions WHERE agent = ${agent} AND occurred_at >= ${window.since} AND occurred_at <= ${window.now}
       AND tx_hash IS DISTINCT FROM ${exceptTxHash}`.execute(db);
-  return result.rows[0] ?? { count30d: 0, failed30d: 0, asset_count30d: 0, volume30d: '0', last_hour: 0 };
+  return (
+    result.rows[0] ?? { count30d: 0, failed30d: 0, asset_count30d: 0, volume30d: '0', last_hour: 0, first_at: null }
+  );
 }
 
 export async function insertAnomalyCheck(db: Executor, row: Insertable<DB['anomaly_checks']>): Promise<void> {

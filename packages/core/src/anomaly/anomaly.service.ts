@@ -45,7 +45,14 @@ export function createAnomalyService({ db, clock, sanctions, verification, thres
       input.counterparty ?? null,
       executor,
     );
-    const ageHours = agent ? (now.getTime() - agent.first_seen_at.getTime()) / HOUR_MS : 0;
+    // The history the hourly average is taken over: the agent's life, or longer when transactions
+    // were recorded from before it was first seen (backdated), which the count includes. Counted
+    // over its life alone, a backdated history would raise the average and hide a burst.
+    const started = Math.min(
+      agent ? agent.first_seen_at.getTime() : now.getTime(),
+      h.first_at ? new Date(h.first_at).getTime() : now.getTime(),
+    );
+    const ageHours = (now.getTime() - started) / HOUR_MS;
     return evaluateAnomaly(
       {
         lastHourCount: h.last_hour,
