@@ -314,4 +314,21 @@ describe('the hooks', () => {
     await hooks.onSettleFailure({ ...ctx, error: refused });
     expect(seen.map((s) => s.url)).toEqual(['/api/decisions', `/api/budgets/${PAYER}/authorizations/9/void`]);
   });
+
+  it('keeps the hold of a payment whose verification threw, or found its nonce used; voids it when invalid', async () => {
+    script = (req) => (req.url === '/api/decisions' ? ok(allow) : ok({ ...hold, status: 'voided' }));
+    const { lines, logger } = recordingLogger();
+    const hooks = createVouchHooks({ url, logger });
+    // No answer: the facilitator may have gone on, and another attempt of the payment may be settling.
+    await hooks.onVerifyFailure(ctx);
+    expect(lines).toEqual([{ level: 'warn', message: expect.stringMatching(/kept until it expires/) }]);
+    // Invalid because its nonce is used: an attempt of this payment settled, and captures the hold.
+    await hooks.onAfterVerify({
+      ...ctx,
+      result: { isValid: false, invalidReason: 'invalid_exact_evm_nonce_already_used' },
+    });
+    expect(seen).toEqual([]);
+    await hooks.onAfterVerify({ ...ctx, result: { isValid: false, invalidReason: 'insufficient_funds' } });
+    expect(seen.map((s) => s.url)).toEqual(['/api/decisions', `/api/budgets/${PAYER}/authorizations/9/void`]);
+  });
 });

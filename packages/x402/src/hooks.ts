@@ -82,8 +82,9 @@ function reportedFailure(error: unknown): { errorReason?: string; transaction?: 
  *   `hold: true`; a deny, a review (by default), a hold no longer held or an unreachable Vouch (by
  *   default) aborts with the reason. A replayed decision's hold is read as it is now, with what
  *   the sanctions screen finds now: a refusal aborts and voids the hold.
- * - `onAfterVerify` (a payment the facilitator found invalid), `onVerifyFailure`, `onSettleFailure`
- *   and `onVerifiedPaymentCanceled` (the resource's handler failed): the hold is voided.
+ * - `onAfterVerify` (a payment the facilitator found invalid, but for a used nonce), `onSettleFailure`
+ *   (one that surely moved no money) and `onVerifiedPaymentCanceled` (the resource's handler
+ *   failed): the hold is voided. `onVerifyFailure` (verification threw) keeps it until it expires.
  * - `onAfterSettle`: the hold is captured for the settled amount (less than held for `upto`; the
  *   rest is released) as `settled` — the money has moved, so the screen cannot refuse recording
  *   it — and the transaction recorded.
@@ -159,10 +160,11 @@ export function createVouchHooks(options: VouchHooksOptions) {
       return undefined;
     } catch (error) {
       // The key's decision was made for another signed authorization: this is the payment signed
-      // again. Both could settle, and one hold would count only one: refused, as a client error.
+      // again (both could settle, and one hold would count only one), or a copy of it with another
+      // signature (which must not take or release its hold): refused, as a client error.
       if (error instanceof VouchRequestError && error.code === 'IDEMPOTENCY_KEY_REUSED') {
         const message =
-          'this payment identifier was used with another signed authorization (another nonce): ' +
+          'this payment identifier was used with another signed authorization (another nonce, or another signature): ' +
           'a payment signed again is a new payment; send it with a new payment identifier';
         log.warn({ phase, ...facts(payment) }, `payment refused: ${message}`);
         return { abort: true, reason: 'vouch_payment_resigned', message };
@@ -314,12 +316,22 @@ export function createVouchHooks(options: VouchHooksOptions) {
   return {
     client,
     onBeforeVerify: (ctx: PaymentContext) => gate(ctx, 'verify'),
-    onAfterVerify: async (ctx: PaymentContext & { result: { readonly isValid: boolean } }) => {
-      if (!ctx.result.isValid) await release(ctx, 'verification failed', 'verify');
+    onAfterVerify: async (
+      ctx: PaymentContext & { result: { readonly isValid: boolean; readonly invalidReason?: string } },
+    ) => {
+      // The hold is the payment's, whichever attempt settles it: one found invalid because its
+      // nonce is used (another attempt of the payment settled, or is settling) keeps it.
+      const reason = ctx.result.invalidReason;
+      if (!ctx.result.isValid && releasesHold(reason === undefined ? {} : { errorReason: reason }))
+        await release(ctx, `verification failed: ${reason ?? 'invalid'}`, 'verify');
       return undefined;
     },
     onVerifyFailure: async (ctx: PaymentContext) => {
-      await release(ctx, 'verification failed', 'verify');
+      // Verification threw: what the facilitator made of the payment is not known, and another
+      // attempt of it may be settling. The hold stays until it expires (failing closed).
+      const described = describe(ctx);
+      if (described.ok)
+        log.warn(facts(described.payment), 'verification failed without an answer: the hold is kept until it expires');
       return undefined;
     },
     onBeforeSettle: (ctx: PaymentContext) => gate(ctx, 'settle'),

@@ -1,5 +1,7 @@
+import { keccak256, stringToBytes } from 'viem';
 import { describe, expect, it } from 'vitest';
 import {
+  CLOCK_SKEW_SECONDS,
   caip19,
   type DecisionLike,
   decisionRequest,
@@ -154,10 +156,22 @@ describe('describePayment', () => {
         network: 'eip155:84532',
         idempotencyKey: `x402:eip155:84532:${PAYER.toLowerCase()}:nonce:${NONCE}`,
         nonce: NONCE,
+        signature: keccak256(stringToBytes('0x00')),
         holdSeconds: 120 + HOLD_MARGIN_SECONDS,
         resource: 'http://127.0.0.1:4021/weather',
       },
     });
+  });
+
+  it('tells one signature of an authorization from another, however it is spelled', () => {
+    const withSignature = (signature: string) => {
+      const d = describePayment(eip3009({ payload: { ...eip3009().payload, signature } }), requirements, NOW);
+      return d.ok ? d.payment.signature : d.message;
+    };
+    expect(withSignature(`0x${'AB'.repeat(65)}`)).toBe(withSignature(`0x${'ab'.repeat(65)}`));
+    // One byte more (a broken copy) is another signature, so another body under the payment's key.
+    expect(withSignature(`0x${'ab'.repeat(65)}00`)).not.toBe(withSignature(`0x${'ab'.repeat(65)}`));
+    expect(withSignature(`0x${'ab'.repeat(65)}`)).toMatch(/^0x[0-9a-f]{64}$/);
   });
 
   it('holds the maximum of an upto payment, whatever the settlement will ask for', () => {
@@ -251,9 +265,16 @@ describe('describePayment', () => {
     ).toBe(30 * 86_400);
     // Signed to settle for a day while the hold lasts three minutes, or for ever: refused.
     expect(described(eip3009Signed({ validBefore: String(nowSeconds + 86_400) }))).toMatch(
-      /can settle until \d+, after the 180 s hold/,
+      /can settle until \d+, too close to the end of the 180 s hold/,
     );
-    expect(described(eip3009Signed({ validBefore: (2n ** 256n - 1n).toString() }))).toMatch(/after the 180 s hold/);
+    expect(described(eip3009Signed({ validBefore: (2n ** 256n - 1n).toString() }))).toMatch(/the 180 s hold/);
+    // Up to 30 s past maxTimeoutSeconds for a payer's clock ahead of the server's; never so late
+    // that a settlement mined at the deadline could not be captured within the hold.
+    expect(described(eip3009Signed({ validBefore: String(nowSeconds + 120 + CLOCK_SKEW_SECONDS) }))).toBe(180);
+    expect(described(eip3009Signed({ validBefore: String(nowSeconds + 120 + CLOCK_SKEW_SECONDS + 1) }))).toMatch(
+      /too close to the end of the 180 s hold/,
+    );
+    expect(described(eip3009Signed({ validBefore: String(nowSeconds + 180) }))).toMatch(/too close/);
     // No deadline that reads: refused too.
     expect(described(eip3009Signed({ validBefore: 'soon' }))).toMatch(/no deadline/);
   });
@@ -270,7 +291,13 @@ describe('decisionRequest', () => {
       counterparty: PAY_TO.toLowerCase(),
       category: 'api',
       context: {
-        x402: { scheme: 'exact', network: 'eip155:84532', nonce: NONCE, resource: 'http://127.0.0.1:4021/weather' },
+        x402: {
+          scheme: 'exact',
+          network: 'eip155:84532',
+          nonce: NONCE,
+          signature: keccak256(stringToBytes('0x00')),
+          resource: 'http://127.0.0.1:4021/weather',
+        },
       },
       hold: true,
       expiresIn: 180,

@@ -5,6 +5,8 @@
  * call for it safe to repeat.
  */
 
+import { keccak256, stringToBytes } from 'viem';
+
 /** What the hooks read of an x402 v2 payment payload (a structural subset of `PaymentPayload`). */
 export interface PaymentPayloadLike {
   readonly x402Version: number;
@@ -45,6 +47,12 @@ export interface PaymentFacts {
    * same identifier is another body under the same key, which Vouch refuses (see `gate`).
    */
   nonce: string;
+  /**
+   * A digest of the payload's signature, in the decision's body: the same authorization with
+   * another signature (a copy whose signature is broken, or one signed again) is another body under
+   * the key, which Vouch refuses, so that it can neither take nor release the payment's hold.
+   */
+  signature: string;
   /** How long the hold lives: the requirements' maxTimeoutSeconds plus a minute (no signed deadline is later). */
   holdSeconds: number;
   /** The paid resource's URL, stored with the decision. */
@@ -63,6 +71,12 @@ const MAX_UINT256 = 2n ** 256n - 1n;
 const MAX_HOLD_SECONDS = 30 * 86_400;
 /** Slack after the authorization's own deadline, for a settlement already on its way to the chain. */
 export const HOLD_MARGIN_SECONDS = 60;
+/**
+ * How much later than `maxTimeoutSeconds` from now a signed deadline may be: the payer's clock
+ * may run ahead of the server's. Half the hold's margin, so that a settlement mined just before
+ * the deadline still finds its hold there, with 30 s to capture it.
+ */
+export const CLOCK_SKEW_SECONDS = 30;
 
 const isRecord = (value: unknown): value is Record<string, unknown> =>
   typeof value === 'object' && value !== null && !Array.isArray(value);
@@ -154,6 +168,13 @@ export function signedDeadlineOf(payload: PaymentPayloadLike): bigint | null {
   return typeof deadline === 'string' && UINT.test(deadline) ? BigInt(deadline) : null;
 }
 
+/** keccak256 of the payload's signature as sent (hex lowercased; '' when it carries none). */
+export function signatureDigestOf(payload: PaymentPayloadLike): string {
+  const inner = isRecord(payload.payload) ? payload.payload : {};
+  const signature = typeof inner.signature === 'string' ? inner.signature : '';
+  return keccak256(stringToBytes(/^0x[0-9a-fA-F]*$/.test(signature) ? signature.toLowerCase() : signature));
+}
+
 /** The client's payment-identifier (the `payment-identifier` extension's `info.id`), when valid. */
 export function paymentIdentifierOf(payload: PaymentPayloadLike): string | null {
   const extension = payload.extensions?.['payment-identifier'];
@@ -213,10 +234,10 @@ export function describePayment(
   // one without a deadline Vouch can read, or with a later one (a "never expires" 2^256 − 1), is refused.
   const deadline = signedDeadlineOf(payload);
   if (deadline === null) return refuse('the authorization carries no deadline (validBefore, deadline) Vouch can read');
-  if (deadline > BigInt(Math.floor(now.getTime() / 1000) + holdSeconds))
+  if (deadline > BigInt(Math.floor(now.getTime() / 1000) + holdSeconds - HOLD_MARGIN_SECONDS + CLOCK_SKEW_SECONDS))
     return refuse(
-      `the authorization can settle until ${deadline}, after the ${holdSeconds} s hold Vouch makes for it ` +
-        '(maxTimeoutSeconds + 60 s): sign it for at most maxTimeoutSeconds',
+      `the authorization can settle until ${deadline}, too close to the end of the ${holdSeconds} s hold Vouch ` +
+        'makes for it (maxTimeoutSeconds + 60 s) to be captured in it: sign it for at most maxTimeoutSeconds',
     );
   const resource = typeof payload.resource?.url === 'string' ? payload.resource.url.slice(0, 2048) : null;
   return {
@@ -230,6 +251,7 @@ export function describePayment(
       network,
       idempotencyKey: idempotencyKeyOf(network, payer, paymentIdentifierOf(payload), nonce),
       nonce,
+      signature: signatureDigestOf(payload),
       holdSeconds,
       resource,
     },
@@ -249,6 +271,7 @@ export function decisionRequest(payment: PaymentFacts, options: { category?: str
         scheme: payment.scheme,
         network: payment.network,
         nonce: payment.nonce,
+        signature: payment.signature,
         ...(payment.resource && { resource: payment.resource }),
       },
     },
