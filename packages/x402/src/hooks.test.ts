@@ -310,7 +310,10 @@ describe('the hooks', () => {
     });
     await hooks.onSettleFailure({ ...ctx, error: broadcast });
     expect(seen).toEqual([]);
-    const refused = Object.assign(new Error('invalid'), { name: 'SettleError', errorReason: 'insufficient_funds' });
+    const refused = Object.assign(new Error('invalid'), {
+      name: 'SettleError',
+      errorReason: 'invalid_exact_evm_insufficient_balance',
+    });
     await hooks.onSettleFailure({ ...ctx, error: refused });
     expect(seen.map((s) => s.url)).toEqual(['/api/decisions', `/api/budgets/${PAYER}/authorizations/9/void`]);
   });
@@ -328,7 +331,10 @@ describe('the hooks', () => {
       result: { isValid: false, invalidReason: 'invalid_exact_evm_nonce_already_used' },
     });
     expect(seen).toEqual([]);
-    await hooks.onAfterVerify({ ...ctx, result: { isValid: false, invalidReason: 'insufficient_funds' } });
+    await hooks.onAfterVerify({
+      ...ctx,
+      result: { isValid: false, invalidReason: 'invalid_exact_evm_insufficient_balance' },
+    });
     expect(seen.map((s) => s.url)).toEqual(['/api/decisions', `/api/budgets/${PAYER}/authorizations/9/void`]);
   });
 });

@@ -372,6 +372,11 @@ describe('after settlement', () => {
     expect(
       releasesHold({ errorReason: 'invalid_exact_evm_transaction_failed', transaction: `0x${'1'.repeat(64)}` }),
     ).toBe(false);
-    expect(releasesHold({ errorReason: 'invalid_exact_evm_transaction_failed', transaction: '' })).toBe(true);
+    // Sending failed, or waiting for the receipt did (reported as the error's bare message): the
+    // transaction may be on its way. Kept, as is any reason not known to move nothing.
+    expect(releasesHold({ errorReason: 'invalid_exact_evm_transaction_failed', transaction: '' })).toBe(false);
+    expect(releasesHold({ errorReason: 'Timed out while waiting for transaction', transaction: '' })).toBe(false);
+    expect(releasesHold({ transaction: '' })).toBe(false);
+    expect(releasesHold({ errorReason: 'permit2_insufficient_balance', transaction: '' })).toBe(true);
   });
 });

@@ -357,28 +357,60 @@ export function settledAmountOf(result: { amount?: string }, requirements: { amo
 }
 
 /**
- * Settlement failures after which the payment may still have moved money or been moved by
- * another attempt: the authorization's nonce was already used (a duplicate of a payment that
- * settled), the transaction was broadcast and is not final, or it went through with events that
- * did not match (the tokens moved). The hold is not voided then: it is captured by the attempt
- * that settled, or expires.
+ * Failures that moved no money for sure: the facilitator refused the payment before it sent
+ * anything (a signature, amount, recipient, time window, balance or allowance that does not
+ * hold, a simulation that reverted): the reasons @x402/evm and @x402/core 2.27.0 give for it.
+ * Anything else — a used nonce (another attempt of the payment settled, or is settling), a
+ * transaction that failed or is pending, events that did not match, and any reason not listed
+ * here (@x402/evm reports an error thrown while sending or waiting as its bare message) — may
+ * have moved money.
  */
-const INDETERMINATE_FAILURES = new Set([
-  'invalid_exact_evm_nonce_already_used',
-  'permit2_invalid_nonce',
-  'settlement_pending',
-  'invalid_exact_evm_transfer_event_mismatch',
+const NOTHING_MOVED = new Set([
+  'invalid_scheme',
+  'unsupported_payload_type',
+  'extension_echo_mismatch',
+  'invalid_exact_evm_signature',
+  'invalid_exact_evm_failed_to_parse_signature',
+  'invalid_exact_evm_recipient_mismatch',
+  'invalid_exact_evm_payload_authorization_value_mismatch',
+  'invalid_exact_evm_payload_authorization_valid_before',
+  'invalid_exact_evm_payload_authorization_valid_after',
+  'invalid_exact_evm_insufficient_balance',
+  'invalid_exact_evm_network_mismatch',
+  'invalid_exact_evm_scheme',
+  'invalid_exact_evm_missing_eip712_domain',
+  'invalid_exact_evm_token_name_mismatch',
+  'invalid_exact_evm_token_version_mismatch',
+  'invalid_exact_evm_eip3009_not_supported',
+  'invalid_exact_evm_authorization_value',
+  'invalid_exact_evm_transaction_simulation_failed',
+  'invalid_upto_evm_scheme',
+  'invalid_upto_evm_network_mismatch',
+  'invalid_upto_evm_payload_settlement_exceeds_amount',
+  'invalid_permit2_signature',
+  'invalid_permit2_spender',
+  'invalid_permit2_recipient_mismatch',
+  'permit2_allowance_required',
+  'permit2_token_mismatch',
+  'permit2_simulation_failed',
+  'permit2_proxy_not_deployed',
+  'permit2_payment_too_early',
+  'permit2_not_yet_valid',
+  'permit2_invalid_owner',
+  'permit2_invalid_destination',
+  'permit2_invalid_amount',
+  'permit2_insufficient_balance',
+  'permit2_deadline_expired',
+  'permit2_amount_mismatch',
 ]);
 
 /**
- * Whether a failed settlement releases the hold: only a failure that moved no money for sure. One
- * that names a transaction was broadcast, whatever its reason says (a pending settlement the
- * facilitator could not keep is reported under another reason): it may have moved money, and its
- * hold stays until it expires.
+ * Whether a failed verification or settlement releases the hold: only one that moved no money for
+ * sure (`NOTHING_MOVED`). One that names a transaction was broadcast, whatever its reason says:
+ * it may have moved money. A hold kept is captured by the attempt that settled, or expires.
  */
 export function releasesHold(failure: { errorReason?: string; transaction?: string } | null): boolean {
   if (!failure) return false; // a thrown error (timeout, network): the outcome is not known
-  if (failure.errorReason && INDETERMINATE_FAILURES.has(failure.errorReason)) return false;
   if (typeof failure.transaction === 'string' && failure.transaction !== '') return false;
-  return true;
+  return failure.errorReason !== undefined && NOTHING_MOVED.has(failure.errorReason);
 }
