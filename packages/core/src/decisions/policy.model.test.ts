@@ -1,3 +1,4 @@
+import { type PolicyCondition, policyCondition } from '@vouch/schemas';
 import { describe, expect, it } from 'vitest';
 import { decide } from './decisions.model.ts';
 import { countsPayments, evaluatePolicy, inTimeWindow, localTime, matches, type PolicyFacts } from './policy.model.ts';
@@ -66,6 +67,52 @@ describe('conditions', () => {
     expect(await matches({ counterpartyScoreBelow: 1000 }, base)).toBe(false);
     const known = { ...base, counterpartyAgent: { score: 300, grade: 'C' as const, confidence: 0.1 } };
     expect(await matches({ counterpartyScoreBelow: 1000, counterpartyGradeBelow: 'CC' }, known)).toBe(true);
+  });
+
+  it('each condition alone: one value that holds and one that does not, for every condition of the schema', async () => {
+    const cp = base.counterparty as string;
+    const other = '0x00000000000000000000000000000000000000c2';
+    const known: PolicyFacts = { ...base, counterpartyAgent: { score: 300, grade: 'C', confidence: 0.1 } };
+    const window = (s: number) => ({ windowSeconds: s });
+    const reading: PolicyFacts = {
+      ...base,
+      velocity: async () => 3,
+      toCounterparty: async () => 900n,
+      anomalySeverity: async () => 'MEDIUM',
+    };
+    // [condition, facts, holds with, fails with]
+    const table: { [K in keyof PolicyCondition]-?: [PolicyFacts, PolicyCondition[K], PolicyCondition[K]] } = {
+      counterpartyIn: [base, [cp], [other]],
+      counterpartyNotIn: [base, [other], [cp]],
+      counterpartyKnown: [known, true, false],
+      counterpartySanctioned: [{ ...base, counterpartySanctioned: true }, true, false],
+      categoryIn: [base, ['compute'], ['travel']],
+      categoryNotIn: [base, ['travel'], ['compute']],
+      assetIn: [base, [''], ['USDC']],
+      amountAbove: [base, '99', '100'],
+      amountAtMost: [base, '100', '99'],
+      timeWindow: [base, { from: '09:00', to: '11:00' }, { days: ['thu'] }],
+      velocity: [reading, { max: 3, ...window(60) }, { max: 4, ...window(60) }],
+      counterpartyCap: [reading, { amount: '999', ...window(60) }, { amount: '1000', ...window(60) }],
+      agentScoreBelow: [base, 701, 700],
+      agentScoreAtLeast: [base, 700, 701],
+      agentGradeBelow: [base, 'BBB', 'BB'],
+      agentGradeAtLeast: [base, 'BB', 'BBB'],
+      agentConfidenceBelow: [base, 0.7, 0.6],
+      agentConfidenceAtLeast: [base, 0.6, 0.7],
+      counterpartyScoreBelow: [known, 301, 300],
+      counterpartyScoreAtLeast: [known, 300, 301],
+      counterpartyGradeBelow: [known, 'CC', 'C'],
+      counterpartyGradeAtLeast: [known, 'C', 'CC'],
+      counterpartyConfidenceBelow: [known, 0.2, 0.1],
+      counterpartyConfidenceAtLeast: [known, 0.1, 0.2],
+      anomalyRiskAtLeast: [reading, 'MEDIUM', 'HIGH'],
+    };
+    expect(Object.keys(table).sort()).toEqual(Object.keys(policyCondition.shape).sort());
+    for (const [key, [facts, holds, fails]] of Object.entries(table)) {
+      expect([key, await matches({ [key]: holds }, facts)]).toEqual([key, true]);
+      expect([key, await matches({ [key]: fails }, facts)]).toEqual([key, false]);
+    }
   });
 
   it('read windowed figures and the anomaly model only when reached', async () => {

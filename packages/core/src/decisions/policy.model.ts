@@ -58,70 +58,102 @@ export function inTimeWindow(window: NonNullable<PolicyCondition['timeWindow']>,
   return overnight ? local.minutes >= from || local.minutes < to : local.minutes >= from && local.minutes < to;
 }
 
-/** Whether every condition of `when` holds (an empty one always does). */
-export async function matches(when: PolicyCondition, facts: PolicyFacts): Promise<boolean> {
+/** Whether every condition of `when` that needs no read holds (absent ones do). */
+function holdsNow(when: PolicyCondition, facts: PolicyFacts): boolean {
   const cp = facts.counterparty;
   const cpAgent = facts.counterpartyAgent;
-  const checks: Array<() => boolean | Promise<boolean>> = [];
-  const add = (present: unknown, check: () => boolean | Promise<boolean>) => {
-    if (present !== undefined) checks.push(check);
-  };
-  add(when.counterpartyIn, () => cp !== null && (when.counterpartyIn ?? []).includes(cp));
-  add(when.counterpartyNotIn, () => cp === null || !(when.counterpartyNotIn ?? []).includes(cp));
+  const { agent } = facts;
+  if (when.counterpartyIn !== undefined && (cp === null || !when.counterpartyIn.includes(cp))) return false;
+  if (when.counterpartyNotIn !== undefined && cp !== null && when.counterpartyNotIn.includes(cp)) return false;
   // About a counterparty: without one, neither known nor unknown.
-  add(when.counterpartyKnown, () => cp !== null && (cpAgent !== null) === when.counterpartyKnown);
-  add(when.counterpartySanctioned, () => facts.counterpartySanctioned === when.counterpartySanctioned);
-  add(when.categoryIn, () => facts.category !== null && (when.categoryIn ?? []).includes(facts.category));
-  add(when.categoryNotIn, () => facts.category === null || !(when.categoryNotIn ?? []).includes(facts.category));
-  add(when.assetIn, () => (when.assetIn ?? []).includes(facts.asset));
-  add(when.amountAbove, () => facts.amount > BigInt(when.amountAbove as string));
-  add(when.amountAtMost, () => facts.amount <= BigInt(when.amountAtMost as string));
-  add(when.timeWindow, () => inTimeWindow(when.timeWindow as NonNullable<PolicyCondition['timeWindow']>, facts.now));
-  add(when.agentScoreBelow, () => facts.agent.score < (when.agentScoreBelow as number));
-  add(when.agentScoreAtLeast, () => facts.agent.score >= (when.agentScoreAtLeast as number));
-  add(when.agentGradeBelow, () => gradeRank(facts.agent.grade) < gradeRank(when.agentGradeBelow as Grade));
-  add(when.agentGradeAtLeast, () => gradeRank(facts.agent.grade) >= gradeRank(when.agentGradeAtLeast as Grade));
-  add(when.agentConfidenceBelow, () => facts.agent.confidence < (when.agentConfidenceBelow as number));
-  add(when.agentConfidenceAtLeast, () => facts.agent.confidence >= (when.agentConfidenceAtLeast as number));
+  if (when.counterpartyKnown !== undefined && (cp === null || (cpAgent !== null) !== when.counterpartyKnown)) {
+    return false;
+  }
+  if (when.counterpartySanctioned !== undefined && facts.counterpartySanctioned !== when.counterpartySanctioned) {
+    return false;
+  }
+  if (when.categoryIn !== undefined && (facts.category === null || !when.categoryIn.includes(facts.category))) {
+    return false;
+  }
+  if (when.categoryNotIn !== undefined && facts.category !== null && when.categoryNotIn.includes(facts.category)) {
+    return false;
+  }
+  if (when.assetIn !== undefined && !when.assetIn.includes(facts.asset)) return false;
+  if (when.amountAbove !== undefined && !(facts.amount > BigInt(when.amountAbove))) return false;
+  if (when.amountAtMost !== undefined && !(facts.amount <= BigInt(when.amountAtMost))) return false;
+  if (when.timeWindow !== undefined && !inTimeWindow(when.timeWindow, facts.now)) return false;
+  if (when.agentScoreBelow !== undefined && !(agent.score < when.agentScoreBelow)) return false;
+  if (when.agentScoreAtLeast !== undefined && !(agent.score >= when.agentScoreAtLeast)) return false;
+  if (when.agentGradeBelow !== undefined && !(gradeRank(agent.grade) < gradeRank(when.agentGradeBelow))) return false;
+  if (when.agentGradeAtLeast !== undefined && !(gradeRank(agent.grade) >= gradeRank(when.agentGradeAtLeast))) {
+    return false;
+  }
+  if (when.agentConfidenceBelow !== undefined && !(agent.confidence < when.agentConfidenceBelow)) return false;
+  if (when.agentConfidenceAtLeast !== undefined && !(agent.confidence >= when.agentConfidenceAtLeast)) return false;
   // Counterparty standing: only a known agent has one.
-  add(when.counterpartyScoreBelow, () => cpAgent !== null && cpAgent.score < (when.counterpartyScoreBelow as number));
-  add(
-    when.counterpartyScoreAtLeast,
-    () => cpAgent !== null && cpAgent.score >= (when.counterpartyScoreAtLeast as number),
-  );
-  add(
-    when.counterpartyGradeBelow,
-    () => cpAgent !== null && gradeRank(cpAgent.grade) < gradeRank(when.counterpartyGradeBelow as Grade),
-  );
-  add(
-    when.counterpartyGradeAtLeast,
-    () => cpAgent !== null && gradeRank(cpAgent.grade) >= gradeRank(when.counterpartyGradeAtLeast as Grade),
-  );
-  add(
-    when.counterpartyConfidenceBelow,
-    () => cpAgent !== null && cpAgent.confidence < (when.counterpartyConfidenceBelow as number),
-  );
-  add(
-    when.counterpartyConfidenceAtLeast,
-    () => cpAgent !== null && cpAgent.confidence >= (when.counterpartyConfidenceAtLeast as number),
-  );
-  // Conditions that read the database come last, whatever their place in `when`.
-  add(when.counterpartyCap, async () => {
-    const c = when.counterpartyCap as { amount: string; windowSeconds: number };
-    if (cp === null) return false;
-    return (await facts.toCounterparty(c.windowSeconds)) + facts.amount > BigInt(c.amount);
-  });
-  add(when.velocity, async () => {
-    const v = when.velocity as { max: number; windowSeconds: number };
-    return (await facts.velocity(v.windowSeconds)) >= v.max;
-  });
-  add(when.anomalyRiskAtLeast, async () => {
-    const severity = await facts.anomalySeverity();
-    return SEVERITY_ORDER.indexOf(severity) >= SEVERITY_ORDER.indexOf(when.anomalyRiskAtLeast as 'LOW');
-  });
-  // The first false condition ends the rule, before any read a later one would make.
-  for (const check of checks) if (!(await check())) return false;
+  if (when.counterpartyScoreBelow !== undefined && !(cpAgent !== null && cpAgent.score < when.counterpartyScoreBelow)) {
+    return false;
+  }
+  if (
+    when.counterpartyScoreAtLeast !== undefined &&
+    !(cpAgent !== null && cpAgent.score >= when.counterpartyScoreAtLeast)
+  ) {
+    return false;
+  }
+  if (
+    when.counterpartyGradeBelow !== undefined &&
+    !(cpAgent !== null && gradeRank(cpAgent.grade) < gradeRank(when.counterpartyGradeBelow))
+  ) {
+    return false;
+  }
+  if (
+    when.counterpartyGradeAtLeast !== undefined &&
+    !(cpAgent !== null && gradeRank(cpAgent.grade) >= gradeRank(when.counterpartyGradeAtLeast))
+  ) {
+    return false;
+  }
+  if (
+    when.counterpartyConfidenceBelow !== undefined &&
+    !(cpAgent !== null && cpAgent.confidence < when.counterpartyConfidenceBelow)
+  ) {
+    return false;
+  }
+  if (
+    when.counterpartyConfidenceAtLeast !== undefined &&
+    !(cpAgent !== null && cpAgent.confidence >= when.counterpartyConfidenceAtLeast)
+  ) {
+    return false;
+  }
   return true;
+}
+
+/** Whether the conditions of `when` that read the database hold, in a fixed order, the first false one ending it. */
+async function holdsOnRead(when: PolicyCondition, facts: PolicyFacts): Promise<boolean> {
+  const cap = when.counterpartyCap;
+  if (cap !== undefined) {
+    if (facts.counterparty === null) return false;
+    if (!((await facts.toCounterparty(cap.windowSeconds)) + facts.amount > BigInt(cap.amount))) return false;
+  }
+  const velocity = when.velocity;
+  if (velocity !== undefined && !((await facts.velocity(velocity.windowSeconds)) >= velocity.max)) return false;
+  const risk = when.anomalyRiskAtLeast;
+  if (risk !== undefined) {
+    const severity = await facts.anomalySeverity();
+    if (SEVERITY_ORDER.indexOf(severity) < SEVERITY_ORDER.indexOf(risk)) return false;
+  }
+  return true;
+}
+
+/**
+ * Whether every condition of `when` holds (an empty one always does). The conditions that read the
+ * database come last, whatever their place in `when`: the first false condition ends the rule,
+ * before any read a later one would make. A rule with no such condition is answered at once.
+ */
+export function matches(when: PolicyCondition, facts: PolicyFacts): boolean | Promise<boolean> {
+  if (!holdsNow(when, facts)) return false;
+  const reads =
+    when.counterpartyCap !== undefined || when.velocity !== undefined || when.anomalyRiskAtLeast !== undefined;
+  return reads ? holdsOnRead(when, facts) : true;
 }
 
 /**
@@ -141,6 +173,9 @@ export type PolicyOutcome = { kind: 'none' } | { kind: 'matched'; rule: PolicyRu
  */
 export async function evaluatePolicy(rules: readonly PolicyRule[] | null, facts: PolicyFacts): Promise<PolicyOutcome> {
   if (!rules) return { kind: 'none' };
-  for (const rule of rules) if (await matches(rule.when, facts)) return { kind: 'matched', rule };
+  for (const rule of rules) {
+    const matched = matches(rule.when, facts);
+    if (matched === true || (matched !== false && (await matched))) return { kind: 'matched', rule };
+  }
   return { kind: 'unmatched' };
 }
