@@ -152,6 +152,18 @@ describe('POST /api/webhooks', () => {
     expect(after.rows[0]?.n).toBe(before.rows[0]?.n);
   });
 
+  it('keeps an endpoint in the form it is requested at', async () => {
+    const base = receiver.url.replace('/hooks', '');
+    const written = ` ${base.replace('http://', 'HTTP://')}/a/../hooks/\tnormal `;
+    const res = await request('POST', '/api/webhooks', { url: written, eventTypes: ['spend.refused'] });
+    expect(res.statusCode, res.body).toBe(201);
+    const { id, url } = successEnvelope(createdWebhook).parse(res.json()).data;
+    expect(url).toBe(`${base}/hooks/normal`);
+    const patched = await request('PATCH', `/api/webhooks/${id}`, { url: `${base}/hooks/./again` });
+    expect(successEnvelope(webhookSchema).parse(patched.json()).data.url).toBe(`${base}/hooks/again`);
+    expect((await request('DELETE', `/api/webhooks/${id}`)).statusCode).toBe(200);
+  });
+
   it('answers 404 for an endpoint that is not there', async () => {
     for (const [method, url] of [
       ['GET', '/api/webhooks/wh_0000000000000000'],
@@ -884,5 +896,74 @@ describe.runIf(inject('testDbMode') === 'postgres')('an organization’s first t
       SELECT e.data->>'message' AS message FROM webhook_deliveries d JOIN events e ON e.id = d.event_id
       WHERE d.webhook_id = ${w1.id}`.execute(t.database.db);
     expect(rows).toEqual([{ message: 'meanwhile' }]);
+  });
+});
+
+describe.runIf(inject('testDbMode') === 'postgres')('an endpoint deleted while it is being used', () => {
+  /** An organization of its own with one endpoint, and a test delivery of it (for retry). */
+  async function endpointOfItsOwn(name: string) {
+    const org = `wh-del-${name}-${Date.now()}`;
+    await t.services.organizations.create(systemActor(), { id: org, name: org });
+    const actor = systemActor(org);
+    const url = `${receiver.url.replace('/hooks', '')}/hooks/${org}`;
+    const created = await t.services.webhooks.create(actor, { url, eventTypes: ['spend.refused'] });
+    const sent = await t.services.webhooks.test(actor, created.id);
+    return { org, actor, id: created.id, deliveryId: sent.deliveryId };
+  }
+
+  /** Runs `race` while the endpoint's delete has deleted its row and waits, uncommitted, for the audit log. */
+  async function duringDelete<T>(org: string, id: string, race: () => Promise<T>): Promise<T> {
+    const audit = await holdTransaction(t.database.db, (trx) =>
+      sql`SELECT 1 FROM audit_heads WHERE organization_id = ${org} FOR UPDATE`.execute(trx),
+    );
+    const deleting = t.services.webhooks.remove(systemActor(org), id);
+    await until(async () => (await lockWaiters(t.database.db)) >= 1, 10_000, 20);
+    const raced = race().then(
+      (value) => ({ value }),
+      (error: unknown) => ({ error }),
+    );
+    await until(async () => (await lockWaiters(t.database.db)) >= 2, 10_000, 20);
+    await audit.release();
+    await deleting;
+    const outcome = await raced;
+    if ('error' in outcome) throw outcome.error;
+    return outcome.value;
+  }
+
+  for (const action of ['test', 'replay', 'retry'] as const) {
+    it(`${action} waits for the delete and finds no endpoint (404), writing nothing`, async () => {
+      const { org, actor, id, deliveryId } = await endpointOfItsOwn(action);
+      const run = {
+        test: () => t.services.webhooks.test(actor, id),
+        replay: () => t.services.webhooks.replay(actor, id, { since: 0 }),
+        retry: () => t.services.webhooks.retry(actor, id, deliveryId),
+      }[action];
+      const outcome = await duringDelete(org, id, () =>
+        run().then(
+          () => 'done',
+          (error: { code?: string }) => error.code,
+        ),
+      );
+      expect(outcome).toBe('NOT_FOUND');
+      const { rows } = await sql<{ n: number }>`
+        SELECT count(*)::int AS n FROM webhook_deliveries WHERE webhook_id = ${id}`.execute(t.database.db);
+      expect(rows[0]?.n).toBe(0);
+      const audited = await sql<{ action: string }>`
+        SELECT action FROM audit_log WHERE organization_id = ${org} ORDER BY seq`.execute(t.database.db);
+      expect(audited.rows.map((r) => r.action)).toEqual([
+        'organization.created',
+        'webhook.created',
+        'webhook.tested',
+        'webhook.deleted',
+      ]);
+    });
+  }
+
+  it('a fan-out waits for the delete and leaves the endpoint out, for every organization', async () => {
+    const { org, id } = await endpointOfItsOwn('fan-out');
+    await sql`INSERT INTO events (organization_id, type, agent, data, created_at)
+      VALUES (${org}, 'spend.refused', NULL, '{}', now())`.execute(t.database.db);
+    const fanned = await duringDelete(org, id, () => t.services.webhooks.dispatch());
+    expect(fanned.deliveries).toBe(0);
   });
 });

@@ -243,7 +243,13 @@ const webhookUrl = z
       ctx.addIssue({ code: 'custom', message: 'must not have a fragment' });
     }
   })
-  .meta({ description: 'Where events are POSTed (http or https)', example: 'https://example.com/vouch/webhooks' });
+  // Kept and shown as it is parsed and requested (spaces and tabs gone, scheme and host in lower
+  // case, dot segments resolved), not as it was written.
+  .transform((value) => new URL(value).href)
+  .meta({
+    description: 'Where events are POSTed (http or https); stored in its parsed form',
+    example: 'https://example.com/vouch/webhooks',
+  });
 
 const eventTypeList = z
   .array(subscribableEventType)

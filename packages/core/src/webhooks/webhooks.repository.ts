@@ -31,14 +31,20 @@ export function insertWebhook(
     .executeTakeFirstOrThrow();
 }
 
-/** The endpoint; with `lock`, its row is held until the transaction ends, as an update of it would. */
-export function findWebhook(db: Executor, organizationId: string, id: string, lock = false) {
+/**
+ * The endpoint. With `lock`, its row is held until the transaction ends: `update` as an update of
+ * it would, `key` as a row referring to it would (a delete in progress is waited for, and then the
+ * endpoint is not found).
+ */
+export function findWebhook(db: Executor, organizationId: string, id: string, lock?: 'update' | 'key') {
   const query = db
     .selectFrom('webhooks')
     .selectAll()
     .where('organization_id', '=', organizationId)
     .where('id', '=', id);
-  return (lock ? query.forNoKeyUpdate() : query).executeTakeFirst();
+  if (lock === 'update') return query.forNoKeyUpdate().executeTakeFirst();
+  if (lock === 'key') return query.forKeyShare().executeTakeFirst();
+  return query.executeTakeFirst();
 }
 
 export function listWebhooks(db: Executor, organizationId: string) {

@@ -178,8 +178,14 @@ export function createWebhooksService({
     }
   }
 
+  /**
+   * The endpoint, or 404. Inside a transaction that goes on to write rows referring to it (a test
+   * delivery, a replay, a retry), its row is held against a delete until that transaction ends: a
+   * delete in progress is waited for and the endpoint is then not found, where the rows' foreign
+   * key would otherwise fail once the delete commits.
+   */
   async function requireWebhook(actor: Actor, id: string, executor: Kysely<DB> = db): Promise<WebhookRow> {
-    const row = await repo.findWebhook(executor, actor.organizationId, id);
+    const row = await repo.findWebhook(executor, actor.organizationId, id, executor.isTransaction ? 'key' : undefined);
     if (!row) throw new NotFoundError(`webhook ${id} is not known`);
     return row;
   }
@@ -342,6 +348,9 @@ export function createWebhooksService({
     async remove(actor: Actor, id: string) {
       const now = clock();
       const row = await db.transaction().execute(async (trx) => {
+        // After any fan-out under way and before the next: one that read the endpoint before this
+        // delete commits would otherwise fail on its deliveries' foreign key, for every organization.
+        await events.lockDispatch(trx);
         const row = await repo.deleteWebhook(trx, actor.organizationId, id);
         if (!row) throw new NotFoundError(`webhook ${id} is not known`);
         await audit.append(trx, actor, 'webhook.deleted', null, { webhookId: id, url: row.url }, now);
@@ -362,7 +371,7 @@ export function createWebhooksService({
         input?.previousSecretExpiresIn === undefined ? PREVIOUS_SECRET_VALID_MS : input.previousSecretExpiresIn * 1000;
       const until = new Date(now.getTime() + keepMs);
       const previous = await db.transaction().execute(async (trx) => {
-        const row = await repo.findWebhook(trx, actor.organizationId, id, true);
+        const row = await repo.findWebhook(trx, actor.organizationId, id, 'update');
         if (!row) throw new NotFoundError(`webhook ${id} is not known`);
         const stored = repo.previousSecretsOf(row);
         const previous = retireSecret(stored, row.secret, until, now);
