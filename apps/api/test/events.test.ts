@@ -6,6 +6,7 @@ import {
   createAgentWithBudget,
   createOrganizationKey,
   createTestApp,
+  createTestRuntime,
   eventsSettled,
   get,
   listAllEvents,
@@ -644,5 +645,35 @@ describe('hold, refund and approval events', () => {
     expect(voided.map((e) => e.data.authorizationId)).toEqual([denied.authorization.authorizationId]);
     const denial = events.findIndex((e) => e.type === 'approval.denied');
     expect(events[denial - 1]?.type).toBe('authorization.voided');
+  });
+});
+
+describe('a database whose transaction ids went back (restored into another server)', () => {
+  it('the API refuses to start on it, naming the remedy; once the ids are past its events it starts', async () => {
+    const own = await createTestApp();
+    try {
+      await expect(own.services.events.assertTransactionIdsAhead()).resolves.toBeUndefined();
+      // An event kept with an id a million transactions past the server's next, as a dump of a
+      // busier server restored here would keep it.
+      await sql`INSERT INTO events (organization_id, type, agent, data, created_at, txid)
+        VALUES ('default', 'webhook.test', NULL, '{}', now(),
+          ((pg_snapshot_xmax(pg_current_snapshot())::text)::bigint + 1000000)::text::xid8)`.execute(own.database.db);
+      await expect(createTestRuntime(own.database, { role: 'api' })).rejects.toThrow(
+        /next transaction id \(\d+\) is not past those kept with its events \(\d+\).*pg_resetwal -e/,
+      );
+      // A dispatch position ahead says the same.
+      await sql`DELETE FROM events WHERE type = 'webhook.test'`.execute(own.database.db);
+      await expect(own.services.events.assertTransactionIdsAhead()).resolves.toBeUndefined();
+      await sql`INSERT INTO event_dispatch (organization_id, txid, event_id)
+        VALUES ('default', ((pg_snapshot_xmax(pg_current_snapshot())::text)::bigint + 1000000)::text::xid8, 0)`.execute(
+        own.database.db,
+      );
+      await expect(own.services.events.assertTransactionIdsAhead()).rejects.toThrow(/pg_resetwal/);
+      await sql`DELETE FROM event_dispatch`.execute(own.database.db);
+      const runtime = await createTestRuntime(own.database, { role: 'api' });
+      await runtime.close();
+    } finally {
+      await own.close();
+    }
   });
 });

@@ -190,6 +190,10 @@ export async function createRuntime(config: Config, overrides: RuntimeOverrides 
       refreshDelayMs: overrides.refreshDelayMs,
       onBackgroundError: (err, context) => logger.warn({ err, ...context }, 'background job could not be scheduled'),
     });
+    // Events are ordered by transaction id: a database whose ids went back (restored into another
+    // server) would list new events before old ones and stop its webhooks. The API, which needs
+    // its database at start anyway, refuses to start on one; a worker may start before its database.
+    if (role === 'all' || role === 'api') await services.events.assertTransactionIdsAhead();
     const real = createProcessors(services, workerId);
     execute = createExecutor({
       processors: overrides.processors ? overrides.processors(real) : real,

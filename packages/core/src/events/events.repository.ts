@@ -171,6 +171,30 @@ export async function listEvents(
 }
 
 /**
+ * The newest transaction id kept with an event or a dispatch position, when it is not below the
+ * server's next one (else null). Events are listed and fanned out in the order of these ids, and
+ * they are the server's own: a logical dump restored into another server starts them again lower,
+ * so every event written there would sort before the restored ones, and every cursor and dispatch
+ * position would stop short of it (docs/events.md, "Moving the database"). The newest of each
+ * organization is one step down its index.
+ */
+export async function transactionIdsAhead(db: Executor): Promise<{ stored: string; next: string } | null> {
+  const { rows } = await sql<{ events: string | null; dispatch: string | null; next: string }>`
+    SELECT
+      (SELECT e.txid FROM organizations o
+        CROSS JOIN LATERAL (SELECT txid FROM events WHERE organization_id = o.id ORDER BY txid DESC LIMIT 1) AS e
+        ORDER BY e.txid DESC LIMIT 1)::text AS events,
+      (SELECT txid FROM event_dispatch ORDER BY txid DESC LIMIT 1)::text AS dispatch,
+      pg_snapshot_xmax(pg_current_snapshot())::text AS next`.execute(db);
+  const row = rows[0];
+  if (!row) return null;
+  const stored = [row.events, row.dispatch]
+    .filter((t): t is string => t !== null)
+    .reduce<bigint | null>((a, t) => (a === null || BigInt(t) > a ? BigInt(t) : a), null);
+  return stored !== null && stored >= BigInt(row.next) ? { stored: stored.toString(), next: row.next } : null;
+}
+
+/**
  * One dispatcher at a time, for the rest of the transaction: the lock is an advisory one, so the
  * transaction takes no transaction id (which would hold back the events' horizon for every
  * reader) until it writes.

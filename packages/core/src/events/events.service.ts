@@ -99,6 +99,21 @@ export function createEventsService({ db, clock, runner, enabled, retentionDays 
   return {
     enabled,
 
+    /**
+     * Refuses to go on when the database's transaction ids are behind those kept with its events
+     * (restored into another server): events written now would be listed before older ones and
+     * webhooks would stop, with nothing said. Run at start.
+     */
+    async assertTransactionIdsAhead(): Promise<void> {
+      const ahead = await repo.transactionIdsAhead(db);
+      if (!ahead) return;
+      throw new Error(
+        `the database's next transaction id (${ahead.next}) is not past those kept with its events (${ahead.stored}): ` +
+          'it was restored into another PostgreSQL server, whose ids start lower; raise its transaction id epoch ' +
+          'with pg_resetwal -e (docs/events.md, "Moving the database") before starting Vouch on it',
+      );
+    },
+
     /** Where and when the actor's organization's events go, for a statement's `eventCtes`; null when events are off. */
     meta(actor: Actor, at: Date = clock()): repo.EventMeta | null {
       return enabled ? { organizationId: actor.organizationId, at } : null;
