@@ -588,6 +588,31 @@ describe.runIf(inject('testDbMode') === 'postgres')('a refund of what is left ra
   });
 });
 
+describe.runIf(inject('testDbMode') === 'postgres')('a refund that another refund leaves nothing to take', () => {
+  it('is refused with what is refunded now, not what it read before', async () => {
+    const agent = await createAgentWithBudget(t.app, limits);
+    const spent = (await post(t.app, `/api/budgets/${agent}/spend`, { amount: '100' })).json().data;
+    // A refund of everything holds the spend's row; a refund of 50 reads 100 left, then waits.
+    const whole = await holdTransaction(t.database.db, (trx) =>
+      t.services.budgets.refund(systemActor(), agent, spent.spendId, {}, trx),
+    );
+    let late: ReturnType<typeof post> | undefined;
+    try {
+      late = post(t.app, `/api/budgets/${agent}/spends/${spent.spendId}/refund`, { amount: '50' });
+      await until(async () => (await lockWaiters(t.database.db, '%refund_amount%')) >= 1, 10_000, 20);
+    } finally {
+      await whole.release();
+    }
+    const res = await late;
+    expect(res?.statusCode, res?.body).toBe(422);
+    expect(res?.json().error).toMatchObject({
+      code: 'REFUND_NOT_ALLOWED',
+      message: 'refund refused: another refund took what was left',
+      details: { spendId: spent.spendId, amount: '100', refunded: '100' },
+    });
+  });
+});
+
 describe.runIf(inject('testDbMode') === 'postgres')('a settled capture racing a void', () => {
   it('answers that the hold was voided, not what the screen found', async () => {
     const agent = await createAgentWithBudget(t.app, limits);

@@ -374,13 +374,19 @@ export function createBudgetsService({ db, clock, audit, events, budgetThreshold
             })
           : undefined;
       if (!row) {
+        // Refused by the statement, not by the first read: another refund took what that read saw
+        // left, and what is refunded now is read again.
+        const seen =
+          refusal === null
+            ? ((await repo.findSpend(executor, actor.organizationId, address, spendId)) ?? spend)
+            : spend;
         throw new DomainError(
           'REFUND_NOT_ALLOWED',
           `refund refused: ${refusal ?? 'another refund took what was left'}`,
           {
             spendId,
-            amount: spend.amount,
-            refunded: spend.refunded,
+            amount: seen.amount,
+            refunded: seen.refunded,
           },
         );
       }
