@@ -58,15 +58,39 @@ export function inTimeWindow(window: NonNullable<PolicyCondition['timeWindow']>,
   return overnight ? local.minutes >= from || local.minutes < to : local.minutes >= from && local.minutes < to;
 }
 
+type Standing = PolicyFacts['agent'];
+
+/** Bounds on a standing, each absent or a figure the standing must be below / at least. */
+interface StandingBounds {
+  scoreBelow: number | undefined;
+  scoreAtLeast: number | undefined;
+  gradeBelow: Grade | undefined;
+  gradeAtLeast: Grade | undefined;
+  confidenceBelow: number | undefined;
+  confidenceAtLeast: number | undefined;
+}
+
+/** Whether `s` meets every bound given; no standing (not a known agent) meets none. */
+function within(s: Standing | null, b: StandingBounds): boolean {
+  if (b.scoreBelow !== undefined && !(s !== null && s.score < b.scoreBelow)) return false;
+  if (b.scoreAtLeast !== undefined && !(s !== null && s.score >= b.scoreAtLeast)) return false;
+  if (b.gradeBelow !== undefined && !(s !== null && gradeRank(s.grade) < gradeRank(b.gradeBelow))) return false;
+  if (b.gradeAtLeast !== undefined && !(s !== null && gradeRank(s.grade) >= gradeRank(b.gradeAtLeast))) return false;
+  if (b.confidenceBelow !== undefined && !(s !== null && s.confidence < b.confidenceBelow)) return false;
+  if (b.confidenceAtLeast !== undefined && !(s !== null && s.confidence >= b.confidenceAtLeast)) return false;
+  return true;
+}
+
 /** Whether every condition of `when` that needs no read holds (absent ones do). */
 function holdsNow(when: PolicyCondition, facts: PolicyFacts): boolean {
   const cp = facts.counterparty;
-  const cpAgent = facts.counterpartyAgent;
-  const { agent } = facts;
   if (when.counterpartyIn !== undefined && (cp === null || !when.counterpartyIn.includes(cp))) return false;
   if (when.counterpartyNotIn !== undefined && cp !== null && when.counterpartyNotIn.includes(cp)) return false;
   // About a counterparty: without one, neither known nor unknown.
-  if (when.counterpartyKnown !== undefined && (cp === null || (cpAgent !== null) !== when.counterpartyKnown)) {
+  if (
+    when.counterpartyKnown !== undefined &&
+    (cp === null || (facts.counterpartyAgent !== null) !== when.counterpartyKnown)
+  ) {
     return false;
   }
   if (when.counterpartySanctioned !== undefined && facts.counterpartySanctioned !== when.counterpartySanctioned) {
@@ -82,49 +106,25 @@ function holdsNow(when: PolicyCondition, facts: PolicyFacts): boolean {
   if (when.amountAbove !== undefined && !(facts.amount > BigInt(when.amountAbove))) return false;
   if (when.amountAtMost !== undefined && !(facts.amount <= BigInt(when.amountAtMost))) return false;
   if (when.timeWindow !== undefined && !inTimeWindow(when.timeWindow, facts.now)) return false;
-  if (when.agentScoreBelow !== undefined && !(agent.score < when.agentScoreBelow)) return false;
-  if (when.agentScoreAtLeast !== undefined && !(agent.score >= when.agentScoreAtLeast)) return false;
-  if (when.agentGradeBelow !== undefined && !(gradeRank(agent.grade) < gradeRank(when.agentGradeBelow))) return false;
-  if (when.agentGradeAtLeast !== undefined && !(gradeRank(agent.grade) >= gradeRank(when.agentGradeAtLeast))) {
-    return false;
-  }
-  if (when.agentConfidenceBelow !== undefined && !(agent.confidence < when.agentConfidenceBelow)) return false;
-  if (when.agentConfidenceAtLeast !== undefined && !(agent.confidence >= when.agentConfidenceAtLeast)) return false;
-  // Counterparty standing: only a known agent has one.
-  if (when.counterpartyScoreBelow !== undefined && !(cpAgent !== null && cpAgent.score < when.counterpartyScoreBelow)) {
-    return false;
-  }
-  if (
-    when.counterpartyScoreAtLeast !== undefined &&
-    !(cpAgent !== null && cpAgent.score >= when.counterpartyScoreAtLeast)
-  ) {
-    return false;
-  }
-  if (
-    when.counterpartyGradeBelow !== undefined &&
-    !(cpAgent !== null && gradeRank(cpAgent.grade) < gradeRank(when.counterpartyGradeBelow))
-  ) {
-    return false;
-  }
-  if (
-    when.counterpartyGradeAtLeast !== undefined &&
-    !(cpAgent !== null && gradeRank(cpAgent.grade) >= gradeRank(when.counterpartyGradeAtLeast))
-  ) {
-    return false;
-  }
-  if (
-    when.counterpartyConfidenceBelow !== undefined &&
-    !(cpAgent !== null && cpAgent.confidence < when.counterpartyConfidenceBelow)
-  ) {
-    return false;
-  }
-  if (
-    when.counterpartyConfidenceAtLeast !== undefined &&
-    !(cpAgent !== null && cpAgent.confidence >= when.counterpartyConfidenceAtLeast)
-  ) {
-    return false;
-  }
-  return true;
+  return (
+    within(facts.agent, {
+      scoreBelow: when.agentScoreBelow,
+      scoreAtLeast: when.agentScoreAtLeast,
+      gradeBelow: when.agentGradeBelow,
+      gradeAtLeast: when.agentGradeAtLeast,
+      confidenceBelow: when.agentConfidenceBelow,
+      confidenceAtLeast: when.agentConfidenceAtLeast,
+    }) &&
+    // Counterparty standing: only a known agent has one.
+    within(facts.counterpartyAgent, {
+      scoreBelow: when.counterpartyScoreBelow,
+      scoreAtLeast: when.counterpartyScoreAtLeast,
+      gradeBelow: when.counterpartyGradeBelow,
+      gradeAtLeast: when.counterpartyGradeAtLeast,
+      confidenceBelow: when.counterpartyConfidenceBelow,
+      confidenceAtLeast: when.counterpartyConfidenceAtLeast,
+    })
+  );
 }
 
 /** Whether the conditions of `when` that read the database hold, in a fixed order, the first false one ending it. */

@@ -179,19 +179,15 @@ export async function listEvents(
  * organization is one step down its index.
  */
 export async function transactionIdsAhead(db: Executor): Promise<{ stored: string; next: string } | null> {
-  const { rows } = await sql<{ events: string | null; dispatch: string | null; next: string }>`
-    SELECT
-      (SELECT e.txid FROM organizations o
-        CROSS JOIN LATERAL (SELECT txid FROM events WHERE organization_id = o.id ORDER BY txid DESC LIMIT 1) AS e
-        ORDER BY e.txid DESC LIMIT 1)::text AS events,
-      (SELECT txid FROM event_dispatch ORDER BY txid DESC LIMIT 1)::text AS dispatch,
+  const { rows } = await sql<{ stored: string | null; next: string }>`
+    SELECT greatest(
+        (SELECT e.txid FROM organizations o
+          CROSS JOIN LATERAL (SELECT txid FROM events WHERE organization_id = o.id ORDER BY txid DESC LIMIT 1) AS e
+          ORDER BY e.txid DESC LIMIT 1),
+        (SELECT txid FROM event_dispatch ORDER BY txid DESC LIMIT 1))::text AS stored,
       pg_snapshot_xmax(pg_current_snapshot())::text AS next`.execute(db);
   const row = rows[0];
-  if (!row) return null;
-  const stored = [row.events, row.dispatch]
-    .filter((t): t is string => t !== null)
-    .reduce<bigint | null>((a, t) => (a === null || BigInt(t) > a ? BigInt(t) : a), null);
-  return stored !== null && stored >= BigInt(row.next) ? { stored: stored.toString(), next: row.next } : null;
+  return row?.stored != null && BigInt(row.stored) >= BigInt(row.next) ? { stored: row.stored, next: row.next } : null;
 }
 
 /**
