@@ -224,6 +224,8 @@ describe('GET /api/agents (list)', () => {
       'minScore=',
       'maxScore=1e3',
       'cursor=zzz',
+      // An empty cursor is no cursor this service issued (as on every paginated read).
+      'cursor=',
       // A cursor of a time no Date holds (9e15 ms), for the recent order.
       `sort=recent&cursor=${Buffer.from(JSON.stringify([9e15, `0x${'0'.repeat(40)}`])).toString('base64url')}`,
       'registered=yes',
@@ -271,6 +273,7 @@ describe('GET /api/agents/:address/score-history', () => {
     for (const query of [
       'limit=0',
       'limit=1001',
+      'cursor=',
       'cursor=bm90LWFuLWlk',
       'cursor=OTk5OTk5OTk5OTk5OTk5OTk5OTk5',
       'x=1',

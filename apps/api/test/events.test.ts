@@ -355,6 +355,11 @@ describe('GET /api/events', () => {
     // Nothing new yet; then one more spend is the only event of the next poll.
     const idle = (await get(t.app, `/api/events?agent=${agent}&cursor=${page2.nextCursor}`)).json().data;
     expect(idle.events).toEqual([]);
+    // The idle cursor stands at the next transaction id when none runs: asking again with it is
+    // a poll like any other, however often nothing has happened.
+    const again = await get(t.app, `/api/events?agent=${agent}&cursor=${idle.nextCursor}`);
+    expect(again.statusCode).toBe(200);
+    expect(again.json().data.events).toEqual([]);
     await post(t.app, `/api/budgets/${agent}/spend`, { amount: '1' });
     await eventsSettled(t.database);
     const next = (await get(t.app, `/api/events?agent=${agent}&cursor=${idle.nextCursor}`)).json().data;
@@ -372,8 +377,12 @@ describe('GET /api/events', () => {
   });
 
   it('refuses bad parameters with a 400 naming them', async () => {
+    const cursor = (position: string) => Buffer.from(position).toString('base64url');
     for (const query of [
       'cursor=nope',
+      'cursor=',
+      // Well formed, but of a transaction that has not started: no cursor given out is ahead of the next one.
+      `cursor=${cursor(`${2n ** 63n}.1`)}`,
       'type=spend.everything',
       'agent=0x12',
       'limit=0',

@@ -244,7 +244,7 @@ export async function listAgents(
 export async function listScoreEvents(db: Executor, address: string, limit: number, beforeId: string | null) {
   let query = db
     .selectFrom('score_events')
-    .select(['id', 'old_score', 'new_score', 'source', 'reason', 'created_at'])
+    .select([sql<string>`id::text`.as('id'), 'old_score', 'new_score', 'source', 'reason', 'created_at'])
     .where('agent', '=', address);
   if (beforeId !== null) query = query.where('id', '<', beforeId);
   return query

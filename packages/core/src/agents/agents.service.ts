@@ -6,7 +6,7 @@ import type { EventsService } from '../events/events.service.ts';
 import { confidenceOf } from '../scores/scores.model.ts';
 import type { Actor } from '../shared/actor.ts';
 import { type Clock, toUnixSeconds } from '../shared/clock.ts';
-import { idCursor, idFromCursor } from '../shared/cursor.ts';
+import { idFromCursor, page } from '../shared/cursor.ts';
 import {
   AgentAlreadyRegisteredError,
   AgentNotFoundError,
@@ -250,20 +250,19 @@ export function createAgentsService({
     /** The score's history: every change with its source and reason, newest first, paginated. */
     async scoreHistory(address: string, query: ScoreHistoryQuery) {
       await requireKnown(address);
-      const before = query.cursor ? idFromCursor(query.cursor) : null;
+      const before = query.cursor === undefined ? null : idFromCursor(query.cursor);
       const rows = await repo.listScoreEvents(db, address, query.limit, before);
-      const page = rows.slice(0, query.limit);
-      const last = page[page.length - 1];
+      const { items, nextCursor } = page(rows, query.limit);
       return {
         address,
-        events: page.map((row) => ({
+        events: items.map((row) => ({
           previousScore: row.old_score,
           score: row.new_score,
           source: row.source,
           reason: row.reason,
           changedAt: toUnixSeconds(row.created_at),
         })),
-        nextCursor: rows.length > query.limit && last ? idCursor(String(last.id)) : null,
+        nextCursor,
       };
     },
 
@@ -275,7 +274,7 @@ export function createAgentsService({
         minScore = Math.max(minScore, range.min);
         maxScore = Math.min(maxScore, range.max);
       }
-      const after = query.cursor ? decodeCursor(query.cursor) : null;
+      const after = query.cursor === undefined ? null : decodeCursor(query.cursor);
       const { rows, total } = await repo.listAgents(
         db,
         { minScore, maxScore, registered: query.registered },
@@ -283,8 +282,8 @@ export function createAgentsService({
         query.limit,
         after,
       );
-      const page = rows.slice(0, query.limit);
-      const last = page[page.length - 1];
+      const shown = rows.slice(0, query.limit);
+      const last = shown[shown.length - 1];
       const nextCursor =
         rows.length > query.limit && last
           ? encodeCursor({
@@ -293,7 +292,7 @@ export function createAgentsService({
             })
           : null;
       return {
-        agents: page.map((row) => ({
+        agents: shown.map((row) => ({
           address: row.address,
           score: row.score,
           grade: gradeFor(row.score),

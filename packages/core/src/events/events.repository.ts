@@ -149,7 +149,7 @@ export async function listEvents(
   db: Executor,
   filter: EventFilter,
   limit: number,
-): Promise<{ rows: EventRow[]; horizon: string }> {
+): Promise<{ rows: EventRow[]; horizon: string; nextTransaction: string }> {
   const conditions = [
     sql`e.organization_id = ${filter.organizationId}`,
     sql`(e.txid, e.id) > (${filter.after.txid}::xid8, ${filter.after.id}::bigint)`,
@@ -158,16 +158,16 @@ export async function listEvents(
   if (filter.since) conditions.push(sql`e.created_at >= ${filter.since}`);
   if (filter.type) conditions.push(sql`e.type = ${filter.type}`);
   if (filter.agent) conditions.push(sql`e.agent = ${filter.agent}`);
-  const result = await sql<EventRow & { horizon: string }>`
-    WITH h AS (SELECT ${horizon} AS xmin)
-    SELECT ${eventColumns}, h.xmin::text AS horizon
+  const result = await sql<EventRow & { horizon: string; next_transaction: string }>`
+    WITH h AS (SELECT ${horizon} AS xmin, pg_snapshot_xmax(pg_current_snapshot()) AS next_transaction)
+    SELECT ${eventColumns}, h.xmin::text AS horizon, h.next_transaction::text AS next_transaction
     FROM h LEFT JOIN LATERAL (
       SELECT e.* FROM events e WHERE ${sql.join(conditions, sql` AND `)}
       ORDER BY e.txid, e.id LIMIT ${limit + 1}
     ) e ON true`.execute(db);
   const first = result.rows[0];
-  const rows = result.rows.filter((r) => r.id !== null).map(({ horizon: _h, ...row }) => row);
-  return { rows, horizon: first?.horizon ?? '0' };
+  const rows = result.rows.filter((r) => r.id !== null).map(({ horizon: _h, next_transaction: _n, ...row }) => row);
+  return { rows, horizon: first?.horizon ?? '0', nextTransaction: first?.next_transaction ?? '0' };
 }
 
 /**

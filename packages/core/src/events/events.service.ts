@@ -38,10 +38,13 @@ function encodeCursor(position: repo.Position): string {
   return Buffer.from(`${position.txid}.${position.id}`).toString('base64url');
 }
 
+const notIssued = () =>
+  new ValidationError([{ path: 'querystring.cursor', message: 'is not a cursor this service issued' }]);
+
 function decodeCursor(cursor: string): repo.Position {
   const match = /^(\d{1,20})\.(\d{1,19})$/.exec(Buffer.from(cursor, 'base64url').toString('utf8'));
   if (!match || BigInt(match[1] as string) >= 2n ** 64n || BigInt(match[2] as string) >= 2n ** 63n) {
-    throw new ValidationError([{ path: 'querystring.cursor', message: 'is not a cursor this service issued' }]);
+    throw notIssued();
   }
   return { txid: match[1] as string, id: match[2] as string };
 }
@@ -155,7 +158,7 @@ export function createEventsService({ db, clock, runner, enabled, retentionDays 
      */
     async list(actor: Actor, query: EventsQuery): Promise<EventList> {
       const after = query.cursor === undefined ? repo.START : decodeCursor(query.cursor);
-      const { rows, horizon } = await repo.listEvents(
+      const { rows, horizon, nextTransaction } = await repo.listEvents(
         db,
         {
           organizationId: actor.organizationId,
@@ -166,6 +169,10 @@ export function createEventsService({ db, clock, runner, enabled, retentionDays 
         },
         query.limit,
       );
+      // Every cursor given out is at or below a horizon, which is at most the next transaction id
+      // then (its value when none runs), and that id only grows: a cursor beyond it now was never
+      // given out, and would answer empty pages until ids got there.
+      if (BigInt(after.txid) > BigInt(nextTransaction)) throw notIssued();
       const page = rows.slice(0, query.limit);
       const hasMore = rows.length > query.limit;
       const last = page[page.length - 1];
