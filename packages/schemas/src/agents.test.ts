@@ -30,4 +30,13 @@ describe('registration metadata', () => {
     expect(registerBody.safeParse({ address, metadata: { a: 'x'.repeat(5000) } }).success).toBe(false);
     expect(registerBody.safeParse({ address, metadata: { a: 'x\u0000' } }).success).toBe(false);
   });
+
+  it('counts the bytes of its UTF-8, not its characters: 4096 bytes pass, 4097 do not', () => {
+    // {"a":"…"} is 8 bytes around the string; "€" is 3 bytes of UTF-8 and one character.
+    const euros = (n: number, pad: number) => ({ a: '€'.repeat(n) + 'x'.repeat(pad) });
+    expect(registerBody.safeParse({ address, metadata: euros(1362, 2) }).success).toBe(true); // 8 + 4086 + 2
+    expect(registerBody.safeParse({ address, metadata: euros(1362, 3) }).success).toBe(false); // 4097 bytes
+    const many = registerBody.safeParse({ address, metadata: euros(3000, 0) }); // 3,008 characters, 9,008 bytes
+    expect(many.error?.issues[0]?.message).toBe('metadata must serialize to at most 4096 bytes');
+  });
 });

@@ -75,6 +75,8 @@ export function nestsAtMost(value: unknown, max: number): boolean {
   return true;
 }
 
+const utf8 = new TextEncoder();
+
 export const metadataObject = z.record(z.string().max(64), z.unknown()).superRefine((value, ctx) => {
   // Checked first, so that the checks below never see a value too deep to serialize.
   if (!nestsAtMost(value, METADATA_MAX_DEPTH)) {
@@ -82,7 +84,10 @@ export const metadataObject = z.record(z.string().max(64), z.unknown()).superRef
     return;
   }
   const text = JSON.stringify(value);
-  if (text.length > 4096) ctx.addIssue({ code: 'custom', message: 'metadata must serialize to at most 4096 bytes' });
+  // Bytes of its UTF-8, not characters: "€" is one character and three bytes.
+  if (utf8.encode(text).length > 4096) {
+    ctx.addIssue({ code: 'custom', message: 'metadata must serialize to at most 4096 bytes' });
+  }
   // Postgres jsonb cannot hold U+0000.
   if (text.includes('\\u0000')) ctx.addIssue({ code: 'custom', message: 'metadata must not contain U+0000' });
 });
