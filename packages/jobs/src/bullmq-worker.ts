@@ -94,6 +94,20 @@ export function startBullmqWorkers(options: BullmqWorkersOptions) {
     'workers started',
   );
 
+  /**
+   * Cuts a worker's command connection as closed, not merely disconnected. A job that ends after
+   * a plain disconnect (or whose end was being recorded when it came) has BullMQ 5 record that end
+   * on the dead connection, fail with "Connection is closed", and try again at once for as long as
+   * the worker is closing: a loop of promises that never lets a timer or an I/O callback run, so
+   * the process spins and never exits. BullMQ records nothing on a connection marked closing, and
+   * only its own close marks it; `Worker.close(true)` cannot, once a graceful close has begun. The
+   * job stays active and another worker takes it again once its lock lapses (stalled).
+   */
+  function cut(worker: Worker): Promise<void> {
+    const own = worker as unknown as { connection: { close(force: boolean): Promise<void> } };
+    return own.connection.close(true);
+  }
+
   let closing: Promise<void> | undefined;
   /** Stops taking jobs, lets active ones finish until the deadline, then cuts the connections. */
   async function close(deadlineMs: number): Promise<void> {
@@ -110,7 +124,7 @@ export function startBullmqWorkers(options: BullmqWorkersOptions) {
       // are cut instead, and the jobs still running are taken again by another worker once
       // their locks lapse (stalled).
       options.logger.warn({ deadlineMs }, 'workers did not finish before the deadline; disconnecting');
-      await Promise.allSettled(workers.map((w) => w.disconnect()));
+      await Promise.allSettled(workers.map(cut));
     }
   }
 

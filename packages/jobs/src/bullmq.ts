@@ -294,11 +294,13 @@ export function createBullmqRunner(options: BullmqOptions): JobRunner & { queues
     };
     const finished = await within(finishOf(job, queueEvents, queue, waitMs), waitMs + 50, null);
     if (finished) return answer(finished);
-    // No event in time: the job itself says whether it ended (two reads, each cut off as before).
+    // No event in time: the job itself says whether it ended. Its reads (state, then record) are
+    // cut off together after SETTLE_TIMEOUT_MS, so a Redis that does not answer holds the caller
+    // at most the wait + 50 ms + SETTLE_TIMEOUT_MS (docs/RELIABILITY.md, R8).
     const unknown: End = { state: 'unknown', finish: null };
     const end = await within(
       endOf(job, queue).catch(() => unknown),
-      2 * SETTLE_TIMEOUT_MS,
+      SETTLE_TIMEOUT_MS,
       unknown,
     );
     if (end.finish) return answer(end.finish);
