@@ -1,12 +1,14 @@
 import { randomUUID } from 'node:crypto';
 import type { Services } from '@vouch/core';
 import type { Runtime } from '@vouch/runtime';
+import { failureEnvelope } from '@vouch/schemas';
 import type { Queue } from 'bullmq';
 import Fastify, { type FastifyBaseLogger, LogController } from 'fastify';
 import { validatorCompiler, type ZodTypeProvider } from 'fastify-type-provider-zod';
 import { type EdgeDeps, edgePlugin } from './edge.ts';
 import { edgeDeps } from './edge-config.ts';
-import { replaySerializationPlugin } from './idempotency.ts';
+import { implicitFailures } from './http.ts';
+import { idempotencyHeaders, replaySerializationPlugin } from './idempotency.ts';
 import { coalesceWritesPlugin } from './plugins/coalesce-writes.ts';
 import { clientErrorHandler, errorsPlugin, frameworkErrors } from './plugins/errors.ts';
 import { queueDashboard } from './plugins/queue-dashboard.ts';
@@ -69,6 +71,14 @@ export async function buildApp(deps: AppDeps) {
   app.addHook('onRequest', (request, reply, done) => {
     reply.header('x-request-id', request.id);
     done();
+  });
+  // Statuses every route of a kind answers, declared once here rather than in each route's list.
+  app.addHook('onRoute', (route) => {
+    const response = route.schema?.response as Record<number, unknown> | undefined;
+    if (!response) return;
+    for (const status of implicitFailures([route.method].flat(), route.schema?.headers === idempotencyHeaders)) {
+      response[status] ??= failureEnvelope;
+    }
   });
 
   if (deps.coalesceWrites ?? true) await app.register(coalesceWritesPlugin);

@@ -20,6 +20,18 @@ export function responses(success: Record<number, z.ZodType>, errors: number[]) 
   return map;
 }
 
+/** Methods whose requests may carry a body: Fastify parses it before any route runs. */
+const BODY_METHODS = new Set(['POST', 'PUT', 'PATCH', 'DELETE']);
+
+/**
+ * Failure statuses a route answers whatever its schema lists: a request whose method may carry
+ * a body has it parsed first (413 above the limit, 415 for another type), a route that takes an
+ * Idempotency-Key may find the key in use (409) or used for another request (422).
+ */
+export function implicitFailures(methods: readonly string[], idempotent: boolean): number[] {
+  return [...(methods.some((m) => BODY_METHODS.has(m)) ? [413, 415] : []), ...(idempotent ? [409, 422] : [])];
+}
+
 /**
  * A finished job answers 200 with its result; a wait that ran out answers 202 with the job id.
  * Both carry the job id in `X-Job-Id`, so a 200 can be looked up later at /api/jobs/:id too.

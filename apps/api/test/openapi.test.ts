@@ -143,6 +143,31 @@ describe('the OpenAPI document', () => {
     expect(register.requestBody.content['application/json'].schema.properties.address.example).toMatch(/^0x/);
   });
 
+  it('declares 413 and 415 wherever a body is parsed, and 409 and 422 wherever an Idempotency-Key is taken', () => {
+    const missing: string[] = [];
+    let bodies = 0;
+    let keyed = 0;
+    for (const [path, item] of Object.entries<Json>(doc.paths)) {
+      for (const [method, op] of Object.entries<Json>(item)) {
+        const wanted: string[] = [];
+        // Fastify parses the body of these methods before any route runs, a route without a body too.
+        if (['post', 'put', 'patch', 'delete'].includes(method)) {
+          wanted.push('413', '415');
+          bodies++;
+        }
+        if ((op.parameters ?? []).some((p: Json) => p.in === 'header' && p.name === 'idempotency-key')) {
+          wanted.push('409', '422');
+          keyed++;
+        }
+        for (const status of wanted)
+          if (!op.responses[status]) missing.push(`${method.toUpperCase()} ${path} ${status}`);
+      }
+    }
+    expect(missing).toEqual([]);
+    expect(bodies).toBeGreaterThan(30);
+    expect(keyed).toBeGreaterThanOrEqual(8);
+  });
+
   it('states the scope and the rate limit of each operation, and the headers of a 429', () => {
     const compute = doc.paths['/api/scores/compute'].post;
     expect(compute['x-required-scope']).toBe('read');
