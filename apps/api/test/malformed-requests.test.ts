@@ -13,8 +13,8 @@ beforeAll(async () => {
 });
 afterAll(() => t.close());
 
-/** Sends `request` as is over a socket and returns the status and body of the answer. */
-function raw(request: string, to = port): Promise<{ status: number; body: string; text: string }> {
+/** Sends `request` as is over a socket and returns the status, the X-Request-Id and the body of the answer. */
+function raw(request: string, to = port): Promise<{ status: number; requestId?: string; body: string; text: string }> {
   return new Promise((resolve, reject) => {
     const socket = net.connect(to, '127.0.0.1', () => socket.write(request));
     let text = '';
@@ -24,18 +24,29 @@ function raw(request: string, to = port): Promise<{ status: number; body: string
     socket.on('error', reject);
     socket.on('close', () => {
       const [head = '', body = ''] = text.split('\r\n\r\n');
-      resolve({ status: Number(head.split(' ')[1]), body, text });
+      const requestId = /^x-request-id: *(.+)$/im.exec(head)?.[1]?.trim();
+      resolve({ status: Number(head.split(' ')[1]), ...(requestId && { requestId }), body, text });
     });
   });
 }
 
 const SECRET_PATH = 'never-echo-me';
 
+/** Every answer carries X-Request-Id, and the envelope repeats it (docs/api.md). */
+function expectRequestId(res: { requestId?: string; body: string }) {
+  expect(res.requestId).toBeTruthy();
+  expect(failureEnvelope.parse(JSON.parse(res.body)).error.requestId).toBe(res.requestId);
+}
+
 // Requests the HTTP parser or the router refuse get the same failure envelope as every other error.
 describe('requests refused before any route', () => {
   it('answers a URL with bad percent-encoding 400 in the envelope, without echoing it', async () => {
-    const res = await raw(`GET /api/agents/${SECRET_PATH}%zz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n`);
+    const res = await raw(
+      `GET /api/agents/${SECRET_PATH}%zz HTTP/1.1\r\nHost: x\r\nX-Request-Id: bad-url-1\r\nConnection: close\r\n\r\n`,
+    );
     expect(res.status).toBe(400);
+    expect(res.requestId).toBe('bad-url-1');
+    expectRequestId(res);
     const body = failureEnvelope.parse(JSON.parse(res.body));
     expect(body.error.code).toBe('VALIDATION_ERROR');
     expect(res.text).not.toContain(SECRET_PATH);
@@ -49,6 +60,7 @@ describe('requests refused before any route', () => {
       const res = await raw(request);
       expect(res.status).toBe(431);
       expect(failureEnvelope.parse(JSON.parse(res.body)).error.code).toBe('HEADERS_TOO_LARGE');
+      expectRequestId(res);
       expect(res.text).not.toContain(SECRET_PATH);
     }
   });
@@ -64,6 +76,7 @@ describe('requests refused before any route', () => {
       );
       expect(res.status).toBe(408);
       expect(failureEnvelope.parse(JSON.parse(res.body)).error.code).toBe('REQUEST_TIMEOUT');
+      expectRequestId(res);
     } finally {
       await slow.close();
     }
@@ -73,5 +86,6 @@ describe('requests refused before any route', () => {
     const res = await raw('THIS IS NOT HTTP\r\n\r\n');
     expect(res.status).toBe(400);
     expect(failureEnvelope.parse(JSON.parse(res.body)).error.code).toBe('VALIDATION_ERROR');
+    expectRequestId(res);
   });
 });

@@ -56,12 +56,12 @@ export function clientErrorHandler(error: Error & { code?: string }, socket: Soc
     message: 'the request is not valid HTTP',
   };
   if (socket.writable) {
-    const body = JSON.stringify({
-      success: false,
-      error: { code: known.code, message: known.message, requestId: randomUUID() },
-    });
+    // The request was never read, so its own X-Request-Id is unknown: a fresh one, in the header
+    // and in the envelope, as on every other answer.
+    const requestId = randomUUID();
+    const body = JSON.stringify({ success: false, error: { code: known.code, message: known.message, requestId } });
     socket.write(
-      `HTTP/1.1 ${known.status} ${STATUS_CODES[known.status]}\r\nContent-Length: ${Buffer.byteLength(body)}\r\nContent-Type: application/json\r\nConnection: close\r\n\r\n${body}`,
+      `HTTP/1.1 ${known.status} ${STATUS_CODES[known.status]}\r\nContent-Length: ${Buffer.byteLength(body)}\r\nContent-Type: application/json\r\nX-Request-Id: ${requestId}\r\nConnection: close\r\n\r\n${body}`,
     );
   }
   socket.destroy(error);
@@ -76,6 +76,8 @@ export function sendFailure(
 ) {
   const status = errorStatus[code];
   if (status === 503 && !reply.hasHeader('retry-after')) reply.header('retry-after', '1');
+  // Set by the onRequest hook, which a refusal before routing (a bad URL) never reaches.
+  if (!reply.hasHeader('x-request-id')) reply.header('x-request-id', String(request.id));
   return reply.code(status).send({
     success: false,
     error: { code, message, ...(details !== undefined && { details }), requestId: String(request.id) },
