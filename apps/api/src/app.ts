@@ -10,7 +10,7 @@ import { edgeDeps } from './edge-config.ts';
 import { implicitFailures } from './http.ts';
 import { idempotencyHeaders, replaySerializationPlugin } from './idempotency.ts';
 import { coalesceWritesPlugin } from './plugins/coalesce-writes.ts';
-import { clientErrorHandler, errorsPlugin, frameworkErrors } from './plugins/errors.ts';
+import { clientErrorHandler, errorsPlugin, frameworkErrors, sendFailure } from './plugins/errors.ts';
 import { queueDashboard } from './plugins/queue-dashboard.ts';
 import { apiRoutes } from './routes/index.ts';
 import { responseSerializerCompiler } from './serializer.ts';
@@ -59,7 +59,8 @@ export async function buildApp(deps: AppDeps) {
       // level they are skipped outright instead of being built for a logger that drops them.
       disableRequestLogging: !deps.logger || !['trace', 'debug', 'info'].includes(deps.logger.level),
     }),
-    return503OnClosing: true,
+    // Refused in the failure envelope by the hook below instead of Fastify's own body.
+    return503OnClosing: false,
     frameworkErrors,
     clientErrorHandler,
   }).withTypeProvider<ZodTypeProvider>();
@@ -71,6 +72,18 @@ export async function buildApp(deps: AppDeps) {
   app.addHook('onRequest', (request, reply, done) => {
     reply.header('x-request-id', request.id);
     done();
+  });
+  // While the server drains, a request arriving on a kept-alive connection is a 503 in the
+  // failure envelope, and the connection is closed after it.
+  let draining = false;
+  app.addHook('preClose', (done) => {
+    draining = true;
+    done();
+  });
+  app.addHook('onRequest', (request, reply, done) => {
+    if (!draining) return done();
+    reply.header('connection', 'close');
+    sendFailure(reply, request, 'SERVICE_UNAVAILABLE', 'the server is shutting down; retry on a new connection');
   });
   // Statuses every route of a kind answers, declared once here rather than in each route's list.
   app.addHook('onRoute', (route) => {
