@@ -272,6 +272,12 @@ describe('policies', () => {
     expect([v1.version, v2.version]).toEqual([1, 2]);
     expect((await get(t.app, `/api/agents/${agent}/policy`)).json().data.rules[0].name).toBe('b');
     expect((await get(t.app, `/api/agents/${agent}/policy?version=1`)).json().data.rules[0].name).toBe('a');
+    // A version beyond what can be stored is refused as such, not passed to the database.
+    const huge = await get(t.app, `/api/agents/${agent}/policy?version=2147483648`);
+    expect([huge.statusCode, huge.json().error.details?.[0]?.path]).toEqual([400, 'querystring.version']);
+    expect((await get(t.app, `/api/agents/${agent}/policy?version=2147483647`)).json().error.code).toBe(
+      'POLICY_NOT_FOUND',
+    );
     const deleted = await t.app.inject({ method: 'DELETE', url: `/api/agents/${agent}/policy` });
     expect(deleted.json().data).toMatchObject({ version: 3, rules: null });
     expect((await get(t.app, `/api/agents/${agent}/policy`)).statusCode).toBe(404);
@@ -353,6 +359,8 @@ describe('policies', () => {
       [{ name: 'x', action: 'allow', when: { amountOver: '5' } }],
       [{ name: 'x', action: 'allow', when: { timeWindow: { from: '24:00' } } }],
       [{ name: 'x', action: 'allow', when: { timeWindow: { timeZone: 'Mars/Olympus' } } }],
+      // An offset is not an IANA name, although Intl takes it.
+      [{ name: 'x', action: 'allow', when: { timeWindow: { timeZone: '+05:00' } } }],
       [{ name: 'x', action: 'allow', when: { agentGradeAtLeast: 'Z' } }],
       [{ name: 'x', action: 'allow', when: { velocity: { max: 5, windowSeconds: 1 } } }],
       [

@@ -15,12 +15,13 @@ import {
 const weekday = z.enum(['mon', 'tue', 'wed', 'thu', 'fri', 'sat', 'sun']);
 const clockTime = z.string().regex(/^([01]\d|2[0-3]):[0-5]\d$/, 'must be HH:MM (00:00–23:59)');
 
-/** An IANA time zone name the runtime knows (`Europe/Paris`, `UTC`). */
+/** An IANA time zone name the runtime knows (`Europe/Paris`, `UTC`); not an offset such as `+05:00`, which Intl also takes. */
 const timeZone = z
   .string()
   .max(64)
   .refine(
     (zone) => {
+      if (/^[+-\u2212]/.test(zone)) return false;
       try {
         new Intl.DateTimeFormat('en-US', { timeZone: zone });
         return true;
@@ -141,7 +142,8 @@ export const policy = z
 export type Policy = z.infer<typeof policy>;
 
 export const policyVersions = z.object({ versions: z.array(policy) });
-export const policyQuery = z.strictObject({ version: queryInteger(1, Number.MAX_SAFE_INTEGER).optional() });
+/** Versions are stored as PostgreSQL `integer`s: none is above 2^31 − 1. */
+export const policyQuery = z.strictObject({ version: queryInteger(1, 2_147_483_647).optional() });
 
 export const decisionBody = z
   .strictObject({
