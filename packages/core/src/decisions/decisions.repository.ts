@@ -95,6 +95,12 @@ export function findDecision(db: Executor, organizationId: string, id: string): 
 }
 
 /**
+ * A hold that still holds: held or waiting for its approval, and not past its time. One past it
+ * is expired although the sweep may not have marked it yet, and can no longer be captured.
+ */
+const openHold = (now: Date) => sql`status IN ('held', 'pending_approval') AND expires_at > ${now}`;
+
+/**
  * Accepted spends and holds the agent made in this organization since `since` that are payments
  * made or under way (held, waiting for approval, captured: not voided or expired), but the hold
  * `exceptHold` (the payment's own, reserved for the approval it redeems). A capture is counted
@@ -105,6 +111,7 @@ export async function velocity(
   organizationId: string,
   agent: string,
   since: Date,
+  now: Date,
   exceptHold: string | null = null,
 ): Promise<number> {
   const result = await sql<{ n: number }>`
@@ -112,7 +119,7 @@ export async function velocity(
       (SELECT count(*) FROM spends WHERE organization_id = ${organizationId} AND agent = ${agent}
          AND kind = 'spend' AND accepted AND created_at >= ${since})::int
       + (SELECT count(*) FROM authorizations WHERE organization_id = ${organizationId} AND agent = ${agent}
-         AND status IN ('held', 'pending_approval', 'captured')
+         AND (status = 'captured' OR (${openHold(now)}))
          AND created_at >= ${since} AND id IS DISTINCT FROM ${exceptHold}::bigint)::int AS n`.execute(db);
   return result.rows[0]?.n ?? 0;
 }
@@ -129,6 +136,7 @@ export async function toCounterparty(
   asset: string,
   counterparty: string,
   since: Date,
+  now: Date,
   exceptHold: string | null = null,
 ): Promise<bigint> {
   const result = await sql<{ total: string }>`
@@ -136,7 +144,7 @@ export async function toCounterparty(
       COALESCE((SELECT sum(amount - refunded) FROM spends WHERE organization_id = ${organizationId} AND agent = ${agent}
         AND asset = ${asset} AND counterparty = ${counterparty} AND accepted AND created_at >= ${since}), 0)
       + COALESCE((SELECT sum(amount) FROM authorizations WHERE organization_id = ${organizationId} AND agent = ${agent}
-        AND asset = ${asset} AND counterparty = ${counterparty} AND status IN ('held', 'pending_approval')
+        AND asset = ${asset} AND counterparty = ${counterparty} AND ${openHold(now)}
         AND created_at >= ${since} AND id IS DISTINCT FROM ${exceptHold}::bigint), 0)
     )::text AS total`.execute(db);
   return BigInt(result.rows[0]?.total ?? '0');

@@ -241,11 +241,20 @@ export function createDecisionsService(deps: DecisionsDeps) {
         agent: agentStanding ?? { score: 0, grade: 'D', confidence: 0 },
         counterpartyAgent: standingOf(cpStanding),
         counterpartySanctioned: screening.counterparty,
-        velocity: (s) => repo.velocity(reader, actor.organizationId, input.agent, since(s), exceptHold),
+        velocity: (s) => repo.velocity(reader, actor.organizationId, input.agent, since(s), now, exceptHold),
         toCounterparty: (s) =>
           counterparty === null
             ? Promise.resolve(0n)
-            : repo.toCounterparty(reader, actor.organizationId, input.agent, asset, counterparty, since(s), exceptHold),
+            : repo.toCounterparty(
+                reader,
+                actor.organizationId,
+                input.agent,
+                asset,
+                counterparty,
+                since(s),
+                now,
+                exceptHold,
+              ),
         anomalySeverity: async () =>
           (
             await anomaly.assess(
