@@ -69,10 +69,6 @@ export async function buildApp(deps: AppDeps) {
   app.setSerializerCompiler(responseSerializerCompiler);
   // JSON only: anything else (text/plain included) is 415.
   app.removeContentTypeParser('text/plain');
-  app.addHook('onRequest', (request, reply, done) => {
-    reply.header('x-request-id', request.id);
-    done();
-  });
   // While the server drains, a request arriving on a kept-alive connection is a 503 in the
   // failure envelope, and the connection is closed after it.
   let draining = false;
@@ -81,6 +77,7 @@ export async function buildApp(deps: AppDeps) {
     done();
   });
   app.addHook('onRequest', (request, reply, done) => {
+    reply.header('x-request-id', request.id);
     if (!draining) return done();
     reply.header('connection', 'close');
     sendFailure(reply, request, 'SERVICE_UNAVAILABLE', 'the server is shutting down; retry on a new connection');
