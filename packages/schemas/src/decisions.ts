@@ -21,7 +21,7 @@ const timeZone = z
   .max(64)
   .refine(
     (zone) => {
-      if (/^[+-\u2212]/.test(zone)) return false;
+      if (/^[+\-\u2212]/.test(zone)) return false;
       try {
         new Intl.DateTimeFormat('en-US', { timeZone: zone });
         return true;
