@@ -53,10 +53,14 @@ describe('answers given while the server drains', () => {
     });
     const socketClosed = new Promise((r) => socket.on('close', r));
     await new Promise((r) => socket.on('connect', r));
+    // A is under way (past the server's request hooks) before the close begins…
+    const arrived = new Promise<void>((resolve) => t.app.server.once('request', () => resolve()));
     socket.write(requestA);
-    await new Promise((r) => setTimeout(r, 200));
+    await arrived;
+    await new Promise((r) => setTimeout(r, 50));
     const closing = t.app.close();
-    await new Promise((r) => setTimeout(r, 100));
+    // …and B comes once the server has stopped listening, which its close does after its preClose hooks.
+    while (t.app.server.listening) await new Promise((r) => setTimeout(r, 10));
     socket.write(requestB);
     await new Promise((r) => setTimeout(r, 200));
     release();
