@@ -1,9 +1,8 @@
 import { apiKey, apiKeyList, createdApiKey, failureEnvelope, successEnvelope } from '@vouch/schemas';
-import { createAgentWithBudget, createTestApp, randomAddress, type TestContext } from '@vouch/testkit';
+import { bearer, createAgentWithBudget, createTestApp, randomAddress, type TestContext } from '@vouch/testkit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 const ADMIN = 'test-admin-secret-0123456789';
-const bearer = (key: string) => ({ authorization: `Bearer ${key}` });
 
 let t: TestContext;
 beforeAll(async () => {

@@ -1,5 +1,6 @@
 import { sql } from '@vouch/db';
 import {
+  bearer,
   createKey,
   createOrganizationKey,
   createTestApp,
@@ -433,8 +434,6 @@ let beta: string;
 let fx: Fixtures;
 // biome-ignore lint/suspicious/noExplicitAny: an OpenAPI document walked generically
 let doc: any;
-
-const bearer = (key: string) => ({ authorization: `Bearer ${key}` });
 
 beforeAll(async () => {
   t = await createTestApp({ edge: { auth: { mode: 'on', adminKey: ADMIN } } });

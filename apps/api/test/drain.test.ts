@@ -2,28 +2,8 @@ import type { AddressInfo } from 'node:net';
 import net from 'node:net';
 import { sql } from '@vouch/db';
 import { failureEnvelope } from '@vouch/schemas';
-import { createAgentWithBudget, createTestApp } from '@vouch/testkit';
+import { createAgentWithBudget, createTestApp, parseHttpAnswers } from '@vouch/testkit';
 import { describe, expect, it } from 'vitest';
-
-/** Splits raw HTTP/1.1 answers read from a socket into status, lowercased headers and body. */
-function parseAnswers(text: string) {
-  const answers: Array<{ status: number; headers: Record<string, string>; body: string }> = [];
-  let rest = text;
-  while (rest.startsWith('HTTP/1.1')) {
-    const end = rest.indexOf('\r\n\r\n');
-    const lines = rest.slice(0, end).split('\r\n');
-    const headers: Record<string, string> = {};
-    for (const line of lines.slice(1)) {
-      const i = line.indexOf(':');
-      headers[line.slice(0, i).toLowerCase()] = line.slice(i + 1).trim();
-    }
-    const length = Number(headers['content-length'] ?? 0);
-    const body = rest.slice(end + 4, end + 4 + length);
-    answers.push({ status: Number(lines[0]?.split(' ')[1]), headers, body });
-    rest = rest.slice(end + 4 + length);
-  }
-  return answers;
-}
 
 // A request that arrives on a kept-alive connection while the server drains (app.close with a
 // request in flight) is refused like every other: the failure envelope, X-Request-Id, Retry-After.
@@ -71,7 +51,7 @@ describe('answers given while the server drains', () => {
     await t.runtime.close();
     await t.database.close();
 
-    const answers = parseAnswers(text);
+    const answers = parseHttpAnswers(text);
     expect(answers.map((a) => a.status)).toEqual([200, 503]);
     const drained = answers[1]!;
     // docs/api.md: every failure is {success:false, error:{code, message, requestId}}, every

@@ -1,5 +1,12 @@
 import { appDeps, buildApp } from '@vouch/api';
-import { createKey, createOrganizationKey, createTestApp, createTestRuntime, type TestContext } from '@vouch/testkit';
+import {
+  bearer,
+  createKey,
+  createOrganizationKey,
+  createTestApp,
+  createTestRuntime,
+  type TestContext,
+} from '@vouch/testkit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 /**
@@ -7,7 +14,6 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
  * it; other replicas cache a looked-up key for at most 5 seconds." Two API apps on one database.
  */
 const ADMIN = 'replicas-admin-secret-0123456789abc';
-const bearer = (key: string) => ({ authorization: `Bearer ${key}` });
 let t: TestContext;
 let other: Awaited<ReturnType<typeof buildApp>>;
 let closeOther: () => Promise<void>;

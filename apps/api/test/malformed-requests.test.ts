@@ -1,7 +1,6 @@
 import type { AddressInfo } from 'node:net';
-import net from 'node:net';
 import { failureEnvelope } from '@vouch/schemas';
-import { createTestApp, type TestContext } from '@vouch/testkit';
+import { createTestApp, parseHttpAnswers, rawHttp, type TestContext } from '@vouch/testkit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 let t: TestContext;
@@ -14,20 +13,15 @@ beforeAll(async () => {
 afterAll(() => t.close());
 
 /** Sends `request` as is over a socket and returns the status, the X-Request-Id and the body of the answer. */
-function raw(request: string, to = port): Promise<{ status: number; requestId?: string; body: string; text: string }> {
-  return new Promise((resolve, reject) => {
-    const socket = net.connect(to, '127.0.0.1', () => socket.write(request));
-    let text = '';
-    socket.on('data', (chunk) => {
-      text += chunk;
-    });
-    socket.on('error', reject);
-    socket.on('close', () => {
-      const [head = '', body = ''] = text.split('\r\n\r\n');
-      const requestId = /^x-request-id: *(.+)$/im.exec(head)?.[1]?.trim();
-      resolve({ status: Number(head.split(' ')[1]), ...(requestId && { requestId }), body, text });
-    });
-  });
+async function raw(
+  request: string,
+  to = port,
+): Promise<{ status: number; requestId?: string; body: string; text: string }> {
+  const text = await rawHttp(to, request);
+  const [answer] = parseHttpAnswers(text);
+  if (!answer) throw new Error(`no HTTP answer: ${JSON.stringify(text.slice(0, 200))}`);
+  const requestId = answer.headers['x-request-id'];
+  return { status: answer.status, ...(requestId && { requestId }), body: answer.body, text };
 }
 
 const SECRET_PATH = 'never-echo-me';

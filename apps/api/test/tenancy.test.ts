@@ -1,11 +1,17 @@
 import { createHash } from 'node:crypto';
 import { jobs } from '@vouch/jobs';
 import { auditList, failureEnvelope, organization, organizationList, successEnvelope } from '@vouch/schemas';
-import { createKey, createOrganizationKey, createTestApp, randomAddress, type TestContext } from '@vouch/testkit';
+import {
+  bearer,
+  createKey,
+  createOrganizationKey,
+  createTestApp,
+  randomAddress,
+  type TestContext,
+} from '@vouch/testkit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 const ADMIN = 'tenancy-admin-secret-0123456789';
-const bearer = (key: string) => ({ authorization: `Bearer ${key}` });
 
 let t: TestContext;
 let acme: string;

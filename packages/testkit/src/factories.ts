@@ -57,6 +57,9 @@ export async function recordTx(
 /** Every scope a key can have. */
 export const ALL_SCOPES = ['read', 'spend', 'manage', 'approve', 'score', 'admin'] as const;
 
+/** The `Authorization` header of a request made with the API key `key`. */
+export const bearer = (key: string) => ({ authorization: `Bearer ${key}` });
+
 /**
  * A new organization created by the operator (`adminKey` is ADMIN_API_KEY) and a key of it with
  * `scopes`; returns the key's secret. Call it once per organization id.
@@ -67,8 +70,7 @@ export async function createOrganizationKey(
   id: string,
   scopes: readonly string[] = ALL_SCOPES,
 ): Promise<string> {
-  const headers = { authorization: `Bearer ${adminKey}` };
-  const org = await post(app, '/api/organizations', { id, name: id }, headers);
+  const org = await post(app, '/api/organizations', { id, name: id }, bearer(adminKey));
   if (org.statusCode !== 201 && org.statusCode !== 409)
     throw new Error(`organization failed: ${org.statusCode} ${org.body}`);
   return createKey(app, adminKey, { name: `${id}-key`, scopes, organizationId: id });
@@ -80,7 +82,7 @@ export async function createKey(
   adminKey: string,
   body: { name: string; scopes: readonly string[]; organizationId?: string },
 ): Promise<string> {
-  const res = await post(app, '/api/keys', body, { authorization: `Bearer ${adminKey}` });
+  const res = await post(app, '/api/keys', body, bearer(adminKey));
   if (res.statusCode !== 201) throw new Error(`key failed: ${res.statusCode} ${res.body}`);
   return res.json().data.key as string;
 }

@@ -7,6 +7,7 @@ export * from './events.ts';
 export * from './factories.ts';
 export * from './postgres-cluster.ts';
 export * from './process.ts';
+export * from './raw-http.ts';
 export * from './receiver.ts';
 export * from './redis.ts';
 export * from './redis-server.ts';
