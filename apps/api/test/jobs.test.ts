@@ -227,6 +227,56 @@ describe.runIf(inject('testDbMode') === 'postgres')('scores written at the same 
     expect((await history(agent)).at(-1)).toMatchObject({ new_score: 900, source: 'manual' });
   });
 
+  it('a refresh and a transaction being recorded for the same agent both go through', async () => {
+    const agent = await createAgent(t.app);
+    await recordTx(t.app, agent, { amount: (10n ** 18n).toString() });
+    await until(async () => (await scoreOf(agent)) === SEEDED_SCORE, 10_000, 20);
+    // A score the model will change, with no history: the refresh below has a row to write.
+    await t.database.db.updateTable('agents').set({ score: 1 }).where('address', '=', agent).execute();
+
+    // A record does what this transaction does, in this order: its row refers to the agent (a
+    // KEY SHARE lock on the agent's row), then it touches the agent's row.
+    let touch: () => void = () => {};
+    const touching = new Promise<void>((resolve) => {
+      touch = resolve;
+    });
+    let referred: () => void = () => {};
+    const referring = new Promise<void>((resolve) => {
+      referred = resolve;
+    });
+    const recording = t.database.db.transaction().execute(async (trx) => {
+      await trx
+        .insertInto('transactions')
+        .values({
+          agent,
+          tx_hash: `0x${'ab'.repeat(32)}`,
+          amount: '1',
+          asset: '',
+          type: 0,
+          success: true,
+          occurred_at: t.clock.now,
+          recorded_at: t.clock.now,
+          chain_status: 'unverified',
+        })
+        .execute();
+      referred();
+      await touching;
+      await trx.updateTable('agents').set({ updated_at: t.clock.now }).where('address', '=', agent).execute();
+    });
+    await referring;
+    let settled = false;
+    const refresh = t.services.scores.recompute([agent], null, { keepOverrides: true }).finally(() => {
+      settled = true;
+    });
+    // The refresh ends, or waits for a lock (before, its score write waited for the record's
+    // reference while holding the lock the record's touch needs: PostgreSQL ended one of them).
+    await until(async () => settled || (await lockWaiters(t.database.db)) >= 1, 10_000, 20);
+    touch();
+    await expect(recording).resolves.toBeUndefined();
+    expect(await refresh).toEqual({ scored: 1, updated: 1 });
+    expect(await scoreOf(agent)).toBe(SEEDED_SCORE);
+  });
+
   it('one batch job delivered twice at once is applied once', async () => {
     const a = await createAgent(t.app);
     const entries = [{ address: a, score: 654, reason: '0xbb' }];

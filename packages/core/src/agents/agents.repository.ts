@@ -165,7 +165,7 @@ export async function writeScore(
 ): Promise<{ old_score: number; new_score: number } | undefined> {
   const result = await sql<{ old_score: number; new_score: number }>`
     WITH old AS (
-      SELECT address, score FROM agents WHERE address = ${v.address} AND is_registered FOR UPDATE
+      SELECT address, score FROM agents WHERE address = ${v.address} AND is_registered FOR NO KEY UPDATE
     ), changed AS (
       -- A sanctioned agent scores 0 whatever is asked.
       UPDATE agents SET score = CASE WHEN ${sanctionedSql('agents.address')} THEN 0 ELSE ${v.score}::int END,

@@ -136,7 +136,10 @@ export async function writeScores(
       SELECT a.address, a.score FROM agents a JOIN v ON v.address = a.address
       WHERE ${v.onlyChanged ? sql`a.score <> v.score` : sql`true`}
       ORDER BY a.address
-      FOR UPDATE OF a
+      -- NO KEY UPDATE, as lockAgents takes: FOR UPDATE would also wait for a transaction being
+      -- recorded (its reference to the agent holds KEY SHARE) while holding what that
+      -- transaction's touch of the agent waits for, a deadlock.
+      FOR NO KEY UPDATE OF a
     ), changed AS (
       -- A sanctioned agent scores 0 whatever is asked.
       UPDATE agents a SET score = CASE WHEN ${sanctionedSql('a.address')} THEN 0 ELSE v.score END, updated_at = ${v.now}
