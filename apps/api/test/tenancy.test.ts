@@ -317,6 +317,17 @@ describe('the audit log', () => {
     expect(theirs.every((e: { organizationId: string }) => e.organizationId === 'globex')).toBe(true);
   });
 
+  it('names an organization that does not exist as not found to the operator, not as an empty log', async () => {
+    for (const url of ['/api/audit?organizationId=no-such-org', '/api/audit/export?organizationId=no-such-org']) {
+      const res = await call(ADMIN, 'GET', url);
+      expect(res.statusCode, url).toBe(404);
+      expect(res.headers['content-type']).toMatch(/^application\/json/);
+      expect(res.json().error).toMatchObject({ code: 'NOT_FOUND', message: 'organization no-such-org is not known' });
+      // An organization's own admin learns nothing of which organizations exist.
+      expect(code(await call(acme, 'GET', url))).toBe('FORBIDDEN');
+    }
+  });
+
   it('records the operator’s change of an organization’s agent in that organization’s log', async () => {
     const agent = await register(acme);
     const owner = randomAddress();

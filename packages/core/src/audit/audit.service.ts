@@ -3,7 +3,8 @@ import type { AuditEntry, AuditQuery } from '@vouch/schemas';
 import type { Actor } from '../shared/actor.ts';
 import { type Clock, toUnixSeconds } from '../shared/clock.ts';
 import { idFromCursor, page } from '../shared/cursor.ts';
-import { ForbiddenError } from '../shared/errors.ts';
+import { findOrganization } from '../organizations/organizations.repository.ts';
+import { ForbiddenError, NotFoundError } from '../shared/errors.ts';
 import { type ChainBreak, checkEntries, parseEntry, type StoredEntry } from './audit.model.ts';
 import * as repo from './audit.repository.ts';
 
@@ -60,10 +61,14 @@ function toEntry(row: EntryRow): AuditEntry {
 /** Entries read per query while walking a chain. */
 const PAGE = 1000;
 
-/** An organization's log as read by an operator, or the caller's own. */
-function organizationOf(actor: Actor, requested: string | undefined): string {
+/**
+ * An organization's log as read by an operator, or the caller's own. An organization that does not
+ * exist is not found, not an empty log: a mistyped id must not pass for a chain with no entries.
+ */
+async function organizationOf(db: Kysely<DB>, actor: Actor, requested: string | undefined): Promise<string> {
   if (requested === undefined || requested === actor.organizationId) return actor.organizationId;
   if (!actor.operator) throw new ForbiddenError('only the operator (ADMIN_API_KEY) reads another organization’s log');
+  if (!(await findOrganization(db, requested))) throw new NotFoundError(`organization ${requested} is not known`);
   return requested;
 }
 
@@ -88,7 +93,7 @@ export function createAuditService({ db, clock }: AuditDeps) {
 
     /** The organization's entries, newest first, paginated and filtered. */
     async list(actor: Actor, query: AuditQuery): Promise<{ entries: AuditEntry[]; nextCursor: string | null }> {
-      const organizationId = organizationOf(actor, query.organizationId);
+      const organizationId = await organizationOf(db, actor, query.organizationId);
       const beforeSeq = query.cursor === undefined ? undefined : idFromCursor(query.cursor);
       const rows = await repo.listEntries(
         db,
@@ -115,7 +120,7 @@ export function createAuditService({ db, clock }: AuditDeps) {
      * columns and the exact text each hash covers, so anyone can check the chain with sha256.
      */
     async *exportLines(actor: Actor, requested?: string): AsyncGenerator<string> {
-      const organizationId = organizationOf(actor, requested);
+      const organizationId = await organizationOf(db, actor, requested);
       let after = '0';
       for (;;) {
         const rows = await repo.chainPage(db, organizationId, after, PAGE);
