@@ -345,13 +345,16 @@ export async function replay(
     last: Date | null;
   }>`
     WITH ev AS (
-      SELECT e.id, e.created_at FROM events e
+      SELECT e.id, e.txid, e.created_at FROM events e
       WHERE ${inRange} AND coalesce((${deliveryOf}), 'failed') = 'failed'
       ORDER BY e.created_at, e.id LIMIT ${REPLAY_MAX}
     ), sent AS (
       INSERT INTO webhook_deliveries (organization_id, webhook_id, event_id, next_attempt_at, created_at)
       SELECT ${v.organizationId}, ${v.webhookId}, ev.id, ${v.now}::timestamptz, ${v.now}::timestamptz FROM ev
-      ORDER BY ev.id
+      -- The fan-out's order (events.repository's fanOut): a delivery it is inserting for the same
+      -- event makes this insert wait for its transaction, so in any other order the two could
+      -- each wait for the other (a deadlock).
+      ORDER BY ev.txid, ev.id
       ON CONFLICT (webhook_id, event_id) DO UPDATE SET
         status = 'pending', run = webhook_deliveries.run + 1, attempts = 0, next_attempt_at = excluded.next_attempt_at,
         not_before = NULL
