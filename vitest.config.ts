@@ -12,6 +12,9 @@ export default defineConfig({
     maxWorkers: Math.max(2, availableParallelism()),
     testTimeout: 30_000,
     hookTimeout: 60_000,
+    // One module graph per worker, not per file: nothing of the service lives in module state, and
+    // importing the app once per worker instead of per file took the summed import time from 398 s to 30 s.
+    isolate: false,
     projects: [
       {
         extends: true,
