@@ -6,6 +6,7 @@ import {
   createTestApp,
   get,
   holdTransaction,
+  latch,
   lockWaiters,
   post,
   randomAddress,
@@ -236,14 +237,8 @@ describe.runIf(inject('testDbMode') === 'postgres')('scores written at the same 
 
     // A record does what this transaction does, in this order: its row refers to the agent (a
     // KEY SHARE lock on the agent's row), then it touches the agent's row.
-    let touch: () => void = () => {};
-    const touching = new Promise<void>((resolve) => {
-      touch = resolve;
-    });
-    let referred: () => void = () => {};
-    const referring = new Promise<void>((resolve) => {
-      referred = resolve;
-    });
+    const touch = latch();
+    const referred = latch();
     const recording = t.database.db.transaction().execute(async (trx) => {
       await trx
         .insertInto('transactions')
@@ -259,11 +254,11 @@ describe.runIf(inject('testDbMode') === 'postgres')('scores written at the same 
           chain_status: 'unverified',
         })
         .execute();
-      referred();
-      await touching;
+      referred.open();
+      await touch.opened;
       await trx.updateTable('agents').set({ updated_at: t.clock.now }).where('address', '=', agent).execute();
     });
-    await referring;
+    await referred.opened;
     let settled = false;
     const refresh = t.services.scores.recompute([agent], null, { keepOverrides: true }).finally(() => {
       settled = true;
@@ -271,7 +266,7 @@ describe.runIf(inject('testDbMode') === 'postgres')('scores written at the same 
     // The refresh ends, or waits for a lock (before, its score write waited for the record's
     // reference while holding the lock the record's touch needs: PostgreSQL ended one of them).
     await until(async () => settled || (await lockWaiters(t.database.db)) >= 1, 10_000, 20);
-    touch();
+    touch.open();
     await expect(recording).resolves.toBeUndefined();
     expect(await refresh).toEqual({ scored: 1, updated: 1 });
     expect(await scoreOf(agent)).toBe(SEEDED_SCORE);

@@ -1,6 +1,6 @@
 import { systemActor } from '@vouch/core';
 import { sql } from '@vouch/db';
-import { createTestApp, holdTransaction, lockWaiters, type TestContext, until } from '@vouch/testkit';
+import { createTestApp, holdTransaction, latch, lockWaiters, type TestContext, until } from '@vouch/testkit';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 
 // Deliveries are queued, not sent: what is checked is the two statements that create them.
@@ -15,26 +15,20 @@ afterAll(() => t.close());
 
 /** A transaction that takes its id now and, when asked, writes one event of `org` and commits (its id). */
 async function eventWriter(org: string) {
-  let started: () => void = () => {};
-  const ready = new Promise<void>((resolve) => {
-    started = resolve;
-  });
-  let write: () => void = () => {};
-  const asked = new Promise<void>((resolve) => {
-    write = resolve;
-  });
+  const started = latch();
+  const write = latch();
   const done = t.database.db.transaction().execute(async (trx) => {
     await sql`SELECT pg_current_xact_id()`.execute(trx);
-    started();
-    await asked;
+    started.open();
+    await write.opened;
     const { rows } = await sql<{ id: string }>`INSERT INTO events (organization_id, type, agent, data, created_at)
       VALUES (${org}, 'spend.refused', NULL, '{}', now()) RETURNING id::text AS id`.execute(trx);
     return rows[0]?.id as string;
   });
-  await ready;
+  await started.opened;
   return {
     commit: () => {
-      write();
+      write.open();
       return done;
     },
   };

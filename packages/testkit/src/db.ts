@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { createDatabase, type Database, type DB, type Kysely, migrateToLatest, sql } from '@vouch/db';
 import pg from 'pg';
 import { inject } from 'vitest';
-import { sleep } from './process.ts';
+import { latch, sleep } from './process.ts';
 
 /** The server the database tests create their databases on. */
 export const ADMIN_DATABASE_URL = process.env.TEST_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
@@ -102,23 +102,17 @@ export async function holdTransaction(
   db: Kysely<DB>,
   work: (trx: Kysely<DB>) => Promise<unknown>,
 ): Promise<{ release(): Promise<void> }> {
-  let release: () => void = () => {};
-  const held = new Promise<void>((resolve) => {
-    release = resolve;
-  });
-  let entered: () => void = () => {};
-  const inside = new Promise<void>((resolve) => {
-    entered = resolve;
-  });
+  const release = latch();
+  const entered = latch();
   const done = db.transaction().execute(async (trx) => {
     await work(trx);
-    entered();
-    await held;
+    entered.open();
+    await release.opened;
   });
-  await Promise.race([inside, done]);
+  await Promise.race([entered.opened, done]);
   return {
     release: async () => {
-      release();
+      release.open();
       await done;
     },
   };

@@ -124,3 +124,15 @@ export async function until(probe: () => Promise<boolean>, timeoutMs: number, ev
     await sleep(everyMs);
   }
 }
+
+/**
+ * A promise opened from outside: `await opened` waits until `open()` is called. What a test of two
+ * things at once uses to hold one of them at a chosen point.
+ */
+export function latch(): { opened: Promise<void>; open(): void } {
+  let open: () => void = () => {};
+  const opened = new Promise<void>((resolve) => {
+    open = resolve;
+  });
+  return { opened, open };
+}
