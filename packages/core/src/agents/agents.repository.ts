@@ -126,19 +126,29 @@ export async function ensureObserved(db: Executor, address: string, now: Date): 
     .execute();
 }
 
-/** Records a new owner and when it changed; nothing when the owner is the same. Returns whether it changed. */
-export async function changeOwner(db: Executor, address: string, owner: string, now: Date): Promise<boolean> {
-  const result = await db
-    .updateTable('agents')
-    .set({ owner, owner_changed_at: now, updated_at: now })
-    .where('address', '=', address)
-    .where('is_registered', '=', true)
-    .where((eb) => eb.or([eb('owner', 'is', null), eb('owner', '!=', owner)]))
-    .executeTakeFirst();
-  if (result.numUpdatedRows === 0n) return false;
-  // A cached budget row carries whether the agent or its owner is sanctioned: drop it at commit.
-  await sql`SELECT pg_notify('vouch_cache', ${`budgets:${address}`})`.execute(db);
-  return true;
+/**
+ * Records a new owner and when it changed; nothing when the owner is the same. Returns the owner it
+ * replaced, read under the row's lock (a change committed meanwhile is the one replaced), or
+ * nothing when it did not change.
+ */
+export async function changeOwner(
+  db: Executor,
+  address: string,
+  owner: string,
+  now: Date,
+): Promise<{ previous: string | null } | undefined> {
+  const result = await sql<{ previous: string | null }>`
+    WITH old AS (
+      SELECT address, owner FROM agents WHERE address = ${address} AND is_registered FOR NO KEY UPDATE
+    ), changed AS (
+      UPDATE agents AS a SET owner = ${owner}, owner_changed_at = ${now}, updated_at = ${now}
+      FROM old WHERE a.address = old.address AND old.owner IS DISTINCT FROM ${owner}
+      RETURNING old.owner AS previous
+    )
+    -- A cached budget row carries whether the agent or its owner is sanctioned: drop it at commit.
+    SELECT previous, pg_notify('vouch_cache', ${`budgets:${address}`}) FROM changed`.execute(db);
+  const row = result.rows[0];
+  return row && { previous: row.previous };
 }
 
 export async function touchAgent(db: Executor, address: string, now: Date): Promise<void> {

@@ -193,10 +193,10 @@ export function createAgentsService({
             inOwnersLog(actor, row),
             'agent.owner_changed',
             address,
-            { from: row.owner, to: owner },
+            { from: changed.previous, to: owner },
             now,
           );
-        return changed;
+        return changed !== undefined;
       });
       if (changed) {
         // Whether a spend is allowed, and the owner a decision screens, may have changed.
