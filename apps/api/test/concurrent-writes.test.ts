@@ -1,6 +1,7 @@
 import { sql } from '@vouch/db';
 import {
   createAgent,
+  createAgentWithBudget,
   createTestApp,
   holdTransaction,
   lockWaiters,
@@ -18,6 +19,8 @@ beforeAll(async () => {
   t = await createTestApp();
 });
 afterAll(() => t.close());
+
+const put = (url: string, body: unknown) => t.app.inject({ method: 'PUT', url, payload: body as object });
 
 describe.runIf(inject('testDbMode') === 'postgres')('two owner changes of one agent at once', () => {
   it('each audit entry names the owner it replaced', async () => {
@@ -53,5 +56,53 @@ describe.runIf(inject('testDbMode') === 'postgres')('two owner changes of one ag
       { from: first, to: second },
       { from: second, to: third },
     ]);
+  });
+});
+
+describe.runIf(inject('testDbMode') === 'postgres')('a velocity rule put while a decision with a hold runs', () => {
+  it('the first decision under the rule counts the hold of the one decided before it', async () => {
+    const agent = await createAgentWithBudget(t.app, { dailyLimit: '100000', monthlyLimit: '1000000' });
+    // Version 1 counts nothing: a decision under it takes no lock.
+    expect((await put(`/api/agents/${agent}/policy`, { rules: [{ name: 'rest', action: 'allow' }] })).statusCode).toBe(
+      200,
+    );
+
+    // The budget's row, held: each decision's hold statement waits there, after its policy was read.
+    const budget = await holdTransaction(t.database.db, (trx) =>
+      sql`SELECT 1 FROM budgets WHERE agent = ${agent} FOR UPDATE`.execute(trx),
+    );
+    let before: ReturnType<typeof post> | undefined;
+    let after: ReturnType<typeof post> | undefined;
+    try {
+      // D1 reads version 1 and goes on to hold.
+      before = post(t.app, '/api/decisions', { agent, amount: '10', hold: true });
+      await until(async () => (await lockWaiters(t.database.db)) >= 1, 10_000, 20);
+      // Version 2: at most one payment an hour.
+      const v2 = await put(`/api/agents/${agent}/policy`, {
+        rules: [
+          { name: 'busy', action: 'deny', when: { velocity: { max: 1, windowSeconds: 3600 } } },
+          { name: 'rest', action: 'allow' },
+        ],
+      });
+      expect(v2.statusCode, v2.body).toBe(200);
+      // D2 reads version 2, takes the agent's payment lock, counts (D1's hold is not there yet) and goes on to hold.
+      after = post(t.app, '/api/decisions', { agent, amount: '10', hold: true });
+      await until(async () => (await lockWaiters(t.database.db)) >= 2, 10_000, 20);
+    } finally {
+      await budget.release();
+    }
+    const d1 = (await before)?.json().data;
+    const d2 = (await after)?.json().data;
+    expect(d1.decision).toBe('allow');
+    expect(d1.policy.version).toBe(1);
+    expect(d2.policy.version).toBe(2);
+    // Under version 2 a payment was already made (D1's hold, committed before D2's): D2 must be denied.
+    const { rows } = await sql<{ n: number }>`
+      SELECT count(*)::int AS n FROM authorizations WHERE agent = ${agent} AND status = 'held'`.execute(t.database.db);
+    expect({ d2: d2.decision, d2Rule: d2.policy.matchedRule, heldHolds: rows[0]?.n }).toEqual({
+      d2: 'deny',
+      d2Rule: 'busy',
+      heldHolds: 1,
+    });
   });
 });

@@ -744,6 +744,11 @@ describe('holds and approvals', () => {
     }
   });
 
+  // A held decision reads, judges and holds in one transaction. On PostgreSQL another connection's
+  // write can still land between its reads and its hold; on the embedded database the decision's
+  // transaction holds the one connection, so nothing can, and these cases cannot arise there.
+  const interleaves = inject('testDbMode') === 'postgres';
+
   /** Decides with a hold while `change` alters the list after the screening, before the hold's statement. */
   async function decideAcrossListChange(agent: string, counterparty: string, change: () => Promise<unknown>) {
     const forDecision = t.services.sanctions.forDecision;
@@ -759,22 +764,25 @@ describe('holds and approvals', () => {
     }
   }
 
-  it('an agent listed between the screening and the hold is denied: SANCTIONED, nothing held', async () => {
-    const agent = await createAgentWithBudget(t.app, limits);
-    const d = await decideAcrossListChange(agent, randomAddress(), () => listOnActiveSnapshot(t.database.db, agent));
-    expect([d.decision, codes(d), d.authorization, d.sanctions.agent]).toEqual([
-      'deny',
-      ['SANCTIONED', 'NO_POLICY'],
-      null,
-      'listed',
-    ]);
-    expect((await get(t.app, `/api/decisions/${d.decisionId}`)).json().data).toMatchObject({
-      decision: 'deny',
-      sanctions: { agent: 'listed' },
-    });
-    const budget = (await get(t.app, `/api/budgets/${agent}`)).json().data;
-    expect(budget.dailyHeld).toBe('0');
-  });
+  it.runIf(interleaves)(
+    'an agent listed between the screening and the hold is denied: SANCTIONED, nothing held',
+    async () => {
+      const agent = await createAgentWithBudget(t.app, limits);
+      const d = await decideAcrossListChange(agent, randomAddress(), () => listOnActiveSnapshot(t.database.db, agent));
+      expect([d.decision, codes(d), d.authorization, d.sanctions.agent]).toEqual([
+        'deny',
+        ['SANCTIONED', 'NO_POLICY'],
+        null,
+        'listed',
+      ]);
+      expect((await get(t.app, `/api/decisions/${d.decisionId}`)).json().data).toMatchObject({
+        decision: 'deny',
+        sanctions: { agent: 'listed' },
+      });
+      const budget = (await get(t.app, `/api/budgets/${agent}`)).json().data;
+      expect(budget.dailyHeld).toBe('0');
+    },
+  );
 
   it('a decision without a hold stores the sanctions its budget refusal found, not a clear screening', async () => {
     const agent = await createAgentWithBudget(t.app, limits);
@@ -799,60 +807,68 @@ describe('holds and approvals', () => {
     expect((await get(t.app, `/api/decisions/${d.decisionId}`)).json().data.sanctions.agent).toBe('listed');
   });
 
-  it('a counterparty listed, or the list gone, between the screening and the hold is denied, nothing held', async () => {
-    const agent = await createAgentWithBudget(t.app, limits);
-    const shop = randomAddress();
-    const listed = await decideAcrossListChange(agent, shop, () => listOnActiveSnapshot(t.database.db, shop));
-    expect([listed.decision, codes(listed), listed.authorization, listed.sanctions]).toEqual([
-      'deny',
-      ['COUNTERPARTY_SANCTIONED', 'NO_POLICY'],
-      null,
-      expect.objectContaining({ agent: 'clear', counterparty: 'listed' }),
-    ]);
-    // The list is gone from the hold's statement on: nobody can be screened, so nothing is held.
-    let restore = async () => {};
-    const unscreened = await decideAcrossListChange(agent, randomAddress(), async () => {
-      restore = await deactivateSanctionsList(t.database.db);
-    }).finally(() => restore());
-    expect([unscreened.decision, codes(unscreened), unscreened.authorization, unscreened.sanctions]).toEqual([
-      'deny',
-      ['SANCTIONS_LIST_UNAVAILABLE', 'NO_POLICY'],
-      null,
-      { agent: 'unavailable', counterparty: 'unavailable', list: null },
-    ]);
-    expect((await get(t.app, `/api/decisions/${unscreened.decisionId}`)).json().data.sanctions.list).toBeNull();
-    expect((await get(t.app, `/api/budgets/${agent}`)).json().data.dailyHeld).toBe('0');
-  });
+  it.runIf(interleaves)(
+    'a counterparty listed, or the list gone, between the screening and the hold is denied, nothing held',
+    async () => {
+      const agent = await createAgentWithBudget(t.app, limits);
+      const shop = randomAddress();
+      const listed = await decideAcrossListChange(agent, shop, () => listOnActiveSnapshot(t.database.db, shop));
+      expect([listed.decision, codes(listed), listed.authorization, listed.sanctions]).toEqual([
+        'deny',
+        ['COUNTERPARTY_SANCTIONED', 'NO_POLICY'],
+        null,
+        expect.objectContaining({ agent: 'clear', counterparty: 'listed' }),
+      ]);
+      // The list is gone from the hold's statement on: nobody can be screened, so nothing is held.
+      let restore = async () => {};
+      const unscreened = await decideAcrossListChange(agent, randomAddress(), async () => {
+        restore = await deactivateSanctionsList(t.database.db);
+      }).finally(() => restore());
+      expect([unscreened.decision, codes(unscreened), unscreened.authorization, unscreened.sanctions]).toEqual([
+        'deny',
+        ['SANCTIONS_LIST_UNAVAILABLE', 'NO_POLICY'],
+        null,
+        { agent: 'unavailable', counterparty: 'unavailable', list: null },
+      ]);
+      expect((await get(t.app, `/api/decisions/${unscreened.decisionId}`)).json().data.sanctions.list).toBeNull();
+      expect((await get(t.app, `/api/budgets/${agent}`)).json().data.dailyHeld).toBe('0');
+    },
+  );
 
-  it('a decision denied for another reason leaves the grant it names untouched, and usable', async () => {
-    const agent = await createAgentWithBudget(t.app, limits);
-    await setPolicy(agent, [{ name: 'all', action: 'review' }]);
-    const approvalId = (await decideOk({ agent, amount: '400' })).approvalId as string;
-    expect((await post(t.app, `/api/approvals/${approvalId}/approve`, {})).statusCode).toBe(200);
-    const grant = sql<{ status: string; redeemed_decision_id: string | null }>`
+  it.runIf(interleaves)(
+    'a decision denied for another reason leaves the grant it names untouched, and usable',
+    async () => {
+      const agent = await createAgentWithBudget(t.app, limits);
+      await setPolicy(agent, [{ name: 'all', action: 'review' }]);
+      const approvalId = (await decideOk({ agent, amount: '400' })).approvalId as string;
+      expect((await post(t.app, `/api/approvals/${approvalId}/approve`, {})).statusCode).toBe(200);
+      const grant = sql<{ status: string; redeemed_decision_id: string | null }>`
       SELECT status, redeemed_decision_id::text FROM approvals WHERE id = ${approvalId}::bigint`;
-    // Over the per-transaction limit: denied whatever the approval, which it does not claim.
-    const denied = await decideOk({ agent, amount: '900', approvalId });
-    expect([denied.decision, codes(denied)]).toEqual(['deny', ['PER_TX_LIMIT', 'POLICY_REVIEW']]);
-    expect((await grant.execute(t.database.db)).rows[0]).toEqual({ status: 'approved', redeemed_decision_id: null });
+      // Over the per-transaction limit: denied whatever the approval, which it does not claim.
+      const denied = await decideOk({ agent, amount: '900', approvalId });
+      expect([denied.decision, codes(denied)]).toEqual(['deny', ['PER_TX_LIMIT', 'POLICY_REVIEW']]);
+      expect((await grant.execute(t.database.db)).rows[0]).toEqual({ status: 'approved', redeemed_decision_id: null });
 
-    // A spend lands between the redeeming decision's budget read and its hold: the hold's statement
-    // refuses, and the grant goes back to approved for a later try.
-    const budgetOf = t.services.budgets.budgetOf;
-    vi.spyOn(t.services.budgets, 'budgetOf').mockImplementationOnce(async (...args) => {
-      const read = await budgetOf(...args);
-      expect((await post(t.app, `/api/budgets/${agent}/spend`, { amount: '700' })).statusCode).toBe(200);
-      return read;
-    });
-    const refused = await decideOk({ agent, amount: '400', approvalId, hold: true });
-    vi.restoreAllMocks();
-    expect([refused.decision, codes(refused)]).toEqual(['deny', ['DAILY_LIMIT', 'POLICY_REVIEW']]);
-    // The answer's budget, and the stored one, are what the hold's statement found.
-    const refusedBudget = { allowed: false, reason: 'DAILY_LIMIT', dailyRemaining: '300' };
-    expect(refused.budget).toMatchObject(refusedBudget);
-    expect((await get(t.app, `/api/decisions/${refused.decisionId}`)).json().data.budget).toMatchObject(refusedBudget);
-    expect((await grant.execute(t.database.db)).rows[0]).toEqual({ status: 'approved', redeemed_decision_id: null });
-  });
+      // A spend lands between the redeeming decision's budget read and its hold: the hold's statement
+      // refuses, and the grant goes back to approved for a later try.
+      const budgetOf = t.services.budgets.budgetOf;
+      vi.spyOn(t.services.budgets, 'budgetOf').mockImplementationOnce(async (...args) => {
+        const read = await budgetOf(...args);
+        expect((await post(t.app, `/api/budgets/${agent}/spend`, { amount: '700' })).statusCode).toBe(200);
+        return read;
+      });
+      const refused = await decideOk({ agent, amount: '400', approvalId, hold: true });
+      vi.restoreAllMocks();
+      expect([refused.decision, codes(refused)]).toEqual(['deny', ['DAILY_LIMIT', 'POLICY_REVIEW']]);
+      // The answer's budget, and the stored one, are what the hold's statement found.
+      const refusedBudget = { allowed: false, reason: 'DAILY_LIMIT', dailyRemaining: '300' };
+      expect(refused.budget).toMatchObject(refusedBudget);
+      expect((await get(t.app, `/api/decisions/${refused.decisionId}`)).json().data.budget).toMatchObject(
+        refusedBudget,
+      );
+      expect((await grant.execute(t.database.db)).rows[0]).toEqual({ status: 'approved', redeemed_decision_id: null });
+    },
+  );
 
   /** A review with a hold, for `amount`: its approval and its hold (pending approval). */
   async function reviewWithHold(agent: string, amount: string) {
@@ -869,26 +885,29 @@ describe('holds and approvals', () => {
       )
     ).rows;
 
-  it('pays with the grant’s hold when the approval comes between the decision’s first read and its redemption', async () => {
-    const agent = await createAgentWithBudget(t.app, limits);
-    const { approvalId, holdId } = await reviewWithHold(agent, '400');
-    const budgetOf = t.services.budgets.budgetOf;
-    vi.spyOn(t.services.budgets, 'budgetOf').mockImplementationOnce(async (...args) => {
-      const read = await budgetOf(...args);
-      expect((await post(t.app, `/api/approvals/${approvalId}/approve`, {})).statusCode).toBe(200);
-      return read;
-    });
-    const paid = await decideOk({ agent, amount: '400', approvalId, hold: true });
-    vi.restoreAllMocks();
-    expect([paid.decision, paid.authorization?.authorizationId, paid.authorization?.status]).toEqual([
-      'allow',
-      holdId,
-      'held',
-    ]);
-    // One payable hold for one grant, and the budget holds its amount once.
-    expect(await holdsOf(agent)).toEqual([{ id: holdId, status: 'held' }]);
-    expect((await get(t.app, `/api/budgets/${agent}`)).json().data.dailyHeld).toBe('400');
-  });
+  it.runIf(interleaves)(
+    'pays with the grant’s hold when the approval comes between the decision’s first read and its redemption',
+    async () => {
+      const agent = await createAgentWithBudget(t.app, limits);
+      const { approvalId, holdId } = await reviewWithHold(agent, '400');
+      const budgetOf = t.services.budgets.budgetOf;
+      vi.spyOn(t.services.budgets, 'budgetOf').mockImplementationOnce(async (...args) => {
+        const read = await budgetOf(...args);
+        expect((await post(t.app, `/api/approvals/${approvalId}/approve`, {})).statusCode).toBe(200);
+        return read;
+      });
+      const paid = await decideOk({ agent, amount: '400', approvalId, hold: true });
+      vi.restoreAllMocks();
+      expect([paid.decision, paid.authorization?.authorizationId, paid.authorization?.status]).toEqual([
+        'allow',
+        holdId,
+        'held',
+      ]);
+      // One payable hold for one grant, and the budget holds its amount once.
+      expect(await holdsOf(agent)).toEqual([{ id: holdId, status: 'held' }]);
+      expect((await get(t.app, `/api/budgets/${agent}`)).json().data.dailyHeld).toBe('400');
+    },
+  );
 
   // A lock held open by the test's own transaction: PostgreSQL only.
   it.runIf(inject('testDbMode') === 'postgres')(
@@ -912,28 +931,31 @@ describe('holds and approvals', () => {
     },
   );
 
-  it('reserves a new hold when the grant’s hold is voided between the decision’s first read and its redemption', async () => {
-    const agent = await createAgentWithBudget(t.app, limits);
-    const { approvalId, holdId } = await reviewWithHold(agent, '300');
-    expect((await post(t.app, `/api/approvals/${approvalId}/approve`, {})).statusCode).toBe(200);
-    const budgetOf = t.services.budgets.budgetOf;
-    vi.spyOn(t.services.budgets, 'budgetOf').mockImplementationOnce(async (...args) => {
-      const read = await budgetOf(...args);
-      const voided = await post(t.app, `/api/budgets/${agent}/authorizations/${holdId}/void`, {});
-      expect(voided.statusCode, voided.body).toBe(200);
-      return read;
-    });
-    const paid = await decideOk({ agent, amount: '300', approvalId, hold: true });
-    vi.restoreAllMocks();
-    expect(paid.decision).toBe('allow');
-    expect(paid.authorization?.status).toBe('held');
-    expect(paid.authorization?.authorizationId).not.toBe(holdId);
-    expect(await holdsOf(agent)).toEqual([
-      { id: holdId, status: 'voided' },
-      { id: paid.authorization?.authorizationId, status: 'held' },
-    ]);
-    expect((await get(t.app, `/api/budgets/${agent}`)).json().data.dailyHeld).toBe('300');
-  });
+  it.runIf(interleaves)(
+    'reserves a new hold when the grant’s hold is voided between the decision’s first read and its redemption',
+    async () => {
+      const agent = await createAgentWithBudget(t.app, limits);
+      const { approvalId, holdId } = await reviewWithHold(agent, '300');
+      expect((await post(t.app, `/api/approvals/${approvalId}/approve`, {})).statusCode).toBe(200);
+      const budgetOf = t.services.budgets.budgetOf;
+      vi.spyOn(t.services.budgets, 'budgetOf').mockImplementationOnce(async (...args) => {
+        const read = await budgetOf(...args);
+        const voided = await post(t.app, `/api/budgets/${agent}/authorizations/${holdId}/void`, {});
+        expect(voided.statusCode, voided.body).toBe(200);
+        return read;
+      });
+      const paid = await decideOk({ agent, amount: '300', approvalId, hold: true });
+      vi.restoreAllMocks();
+      expect(paid.decision).toBe('allow');
+      expect(paid.authorization?.status).toBe('held');
+      expect(paid.authorization?.authorizationId).not.toBe(holdId);
+      expect(await holdsOf(agent)).toEqual([
+        { id: holdId, status: 'voided' },
+        { id: paid.authorization?.authorizationId, status: 'held' },
+      ]);
+      expect((await get(t.app, `/api/budgets/${agent}`)).json().data.dailyHeld).toBe('300');
+    },
+  );
 });
 
 describe('an approval time that is not whole seconds', () => {

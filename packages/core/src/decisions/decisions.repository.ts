@@ -152,7 +152,7 @@ export async function toCounterparty(
 
 /**
  * Until the transaction ends, no other decision that holds money for this agent in this
- * organization under a policy counting its payments runs: each counts the holds of those before it.
+ * organization runs: each reads the policy, and counts the holds, of those before it.
  */
 export async function lockPaymentCount(db: Executor, organizationId: string, agent: string): Promise<void> {
   await sql`SELECT pg_advisory_xact_lock(hashtext(${organizationId}), hashtext(${`payments:${agent}`}))`.execute(db);

@@ -19,7 +19,7 @@ import { timeOrderedId } from '../shared/ids.ts';
 import { decide, type SanctionsState, type Verdict } from './decisions.model.ts';
 import * as repo from './decisions.repository.ts';
 import type { PoliciesService } from './policies.service.ts';
-import { countsPayments, evaluatePolicy, type PolicyFacts } from './policy.model.ts';
+import { evaluatePolicy, type PolicyFacts } from './policy.model.ts';
 
 export interface DecisionsDeps {
   db: Kysely<DB>;
@@ -170,21 +170,22 @@ export function createDecisionsService(deps: DecisionsDeps) {
       executor: Kysely<DB> = db,
       afterCommit: (effect: () => void) => void = (effect) => effect(),
     ): Promise<Decision> {
-      // A hold under a policy that counts the agent's payments (velocity, counterpartyCap): counted
-      // and held in one transaction under the agent's lock, or two at once would each count
-      // without the other and both hold. The policy read for that is the one applied below.
-      const heldPolicy = input.hold ? await policies.effective(actor.organizationId, input.agent, executor) : undefined;
-      if (countsPayments(heldPolicy?.rules)) {
-        if (!executor.isTransaction) {
-          const effects: Array<() => void> = [];
-          const decided = await db
-            .transaction()
-            .execute((trx) => service.decide(actor, input, trx, (effect) => effects.push(effect)));
-          for (const effect of effects) effect();
-          return decided;
-        }
-        await repo.lockPaymentCount(executor, actor.organizationId, input.agent);
+      // A hold: its policy read, its payments counted (velocity, counterpartyCap) and the hold made
+      // in one transaction under the agent's lock. Otherwise two at once would each count without
+      // the other and both hold; and a hold decided under a policy that counts nothing, still in
+      // flight when one that counts is put, would not be counted by the first decision under it.
+      // The lock comes before the policy is read, whatever the policy, and the policy read under
+      // it (past the read cache) is the one applied below.
+      if (input.hold && !executor.isTransaction) {
+        const effects: Array<() => void> = [];
+        const decided = await db
+          .transaction()
+          .execute((trx) => service.decide(actor, input, trx, (effect) => effects.push(effect)));
+        for (const effect of effects) effect();
+        return decided;
       }
+      if (input.hold) await repo.lockPaymentCount(executor, actor.organizationId, input.agent);
+      const heldPolicy = input.hold ? await policies.effective(actor.organizationId, input.agent, executor) : undefined;
       const now = clock();
       const asset = input.asset ?? '';
       const counterparty = input.counterparty ?? null;

@@ -1,7 +1,7 @@
 import { type PolicyCondition, policyCondition } from '@vouch/schemas';
 import { describe, expect, it } from 'vitest';
 import { decide } from './decisions.model.ts';
-import { countsPayments, evaluatePolicy, inTimeWindow, localTime, matches, type PolicyFacts } from './policy.model.ts';
+import { evaluatePolicy, inTimeWindow, localTime, matches, type PolicyFacts } from './policy.model.ts';
 
 const base: PolicyFacts = {
   amount: 100n,
@@ -202,22 +202,5 @@ describe('a policy and the decision', () => {
       'POLICY_NO_MATCH',
       'APPROVAL_INVALID',
     ]);
-  });
-});
-
-describe('countsPayments', () => {
-  it('is true of a rule set with a velocity or counterparty cap condition anywhere, and of no other', () => {
-    const rest = { name: 'rest', action: 'allow' as const, when: {} };
-    expect(countsPayments(null)).toBe(false);
-    expect(countsPayments([rest, { name: 'big', action: 'review', when: { amountAbove: '10' } }])).toBe(false);
-    expect(
-      countsPayments([rest, { name: 'v', action: 'deny', when: { velocity: { max: 1, windowSeconds: 60 } } }]),
-    ).toBe(true);
-    expect(
-      countsPayments([
-        { name: 'c', action: 'deny', when: { counterpartyCap: { amount: '1', windowSeconds: 60 } } },
-        rest,
-      ]),
-    ).toBe(true);
   });
 });

@@ -156,14 +156,6 @@ export function matches(when: PolicyCondition, facts: PolicyFacts): boolean | Pr
   return reads ? holdsOnRead(when, facts) : true;
 }
 
-/**
- * Whether a rule set counts the agent's own payments (`velocity`, `counterpartyCap`): a decision
- * that holds money under it must count and hold with no other such decision in between.
- */
-export function countsPayments(rules: readonly PolicyRule[] | null | undefined): boolean {
-  return (rules ?? []).some((r) => r.when.velocity !== undefined || r.when.counterpartyCap !== undefined);
-}
-
 export type PolicyOutcome = { kind: 'none' } | { kind: 'matched'; rule: PolicyRule } | { kind: 'unmatched' };
 
 /**
