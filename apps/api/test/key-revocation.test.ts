@@ -1,13 +1,17 @@
 import { appDeps, buildApp } from '@vouch/api';
+import { sql } from '@vouch/db';
 import {
   bearer,
   createKey,
   createOrganizationKey,
   createTestApp,
   createTestRuntime,
+  holdTransaction,
+  lockWaiters,
   type TestContext,
+  until,
 } from '@vouch/testkit';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 
 /**
  * docs/edge.md "API keys and scopes": "A revocation takes effect at once on the replica that served
@@ -78,5 +82,59 @@ describe('a revoked key on another replica', () => {
     const later = await other.inject({ method: 'GET', url: '/api/agents', headers: bearer(key) });
     expect(later.statusCode, later.body).toBe(401);
     expect(later.json().error.message).toMatch(/revoked/);
+  });
+});
+
+describe.runIf(inject('testDbMode') === 'postgres')('a key revoked while a request made with it runs', () => {
+  it('writes nothing once its revocation has been answered', async () => {
+    const org = 'revoked-while-acting-org';
+    // The organization's admin key: it leaked, and the operator revokes it.
+    const leaked = await createOrganizationKey(t.app, ADMIN, org);
+    const leakedId = leaked.split('_')[1] as string;
+
+    // The organization's audit head, held: every write of the organization waits there, in order.
+    const head = await holdTransaction(t.database.db, (trx) =>
+      sql`SELECT 1 FROM audit_heads WHERE organization_id = ${org} FOR UPDATE`.execute(trx),
+    );
+    let revoking: ReturnType<typeof t.app.inject> | undefined;
+    let minting: ReturnType<typeof t.app.inject> | undefined;
+    try {
+      // The operator's revocation: its UPDATE is made, its audit entry waits for the head.
+      revoking = t.app.inject({ method: 'DELETE', url: `/api/keys/${leakedId}`, headers: bearer(ADMIN) });
+      await until(async () => (await lockWaiters(t.database.db)) >= 1, 10_000, 20);
+      // A request with the leaked key, authenticated before the revocation commits: a new admin key.
+      minting = t.app.inject({
+        method: 'POST',
+        url: '/api/keys',
+        payload: { name: 'persistence', scopes: ['admin'] },
+        headers: bearer(leaked),
+      });
+      await until(async () => (await lockWaiters(t.database.db)) >= 2, 10_000, 20);
+    } finally {
+      await head.release();
+    }
+    // The revocation commits first and is answered: from now on the key is revoked.
+    expect((await revoking)?.statusCode).toBe(200);
+    const minted = await minting;
+
+    const { rows } = await sql<{ seq: number; action: string; actor_key_id: string | null }>`
+      SELECT seq::int, action, actor_key_id FROM audit_log WHERE organization_id = ${org} AND seq > 1
+      ORDER BY seq`.execute(t.database.db);
+    const keys = await t.database.db
+      .selectFrom('api_keys')
+      .select(['id', 'name'])
+      .where('organization_id', '=', org)
+      .orderBy('created_at')
+      .execute();
+    // A key revoked (and answered so) mints no key after its revocation.
+    expect({
+      minted: minted?.statusCode,
+      keys: keys.map((k) => k.name),
+      log: rows.map((r) => `${r.action} by ${r.actor_key_id}`),
+    }).toEqual({
+      minted: 401,
+      keys: [`${org}-key`],
+      log: [`key.created by admin`, `key.revoked by admin`],
+    });
   });
 });

@@ -73,6 +73,14 @@ export async function revokeKey(
   return row ? { row, revoked: false } : undefined;
 }
 
+/**
+ * The key's row, locked FOR SHARE until the transaction ends: a revocation of it waits for the
+ * transaction, or the transaction (coming after one in flight) reads it revoked.
+ */
+export function lockKey(db: Executor, id: string): Promise<ApiKeyRow | undefined> {
+  return db.selectFrom('api_keys').selectAll().where('id', '=', id).forShare().executeTakeFirst();
+}
+
 export async function touchKey(db: Executor, id: string, now: Date): Promise<void> {
   await db.updateTable('api_keys').set({ last_used_at: now }).where('id', '=', id).execute();
 }

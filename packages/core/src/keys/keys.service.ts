@@ -4,7 +4,7 @@ import type { AuditService } from '../audit/audit.service.ts';
 import { findOrganization } from '../organizations/organizations.repository.ts';
 import type { Actor } from '../shared/actor.ts';
 import { type Clock, toUnixSeconds } from '../shared/clock.ts';
-import { ForbiddenError, NotFoundError, ValidationError } from '../shared/errors.ts';
+import { ForbiddenError, NotFoundError, UnauthorizedError, ValidationError } from '../shared/errors.ts';
 import { generateSecret, grantedScopes, hashSecret, keyStatus, looksLikeSecret } from './keys.model.ts';
 import * as repo from './keys.repository.ts';
 
@@ -76,6 +76,19 @@ export function createKeysService({ db, clock, audit, cacheMs = 5000, touchEvery
     repo.touchKey(db, id, now).catch(() => {});
   }
 
+  /**
+   * Key management by an API key: the key is read again under a lock in the change's transaction,
+   * so that nothing it does commits after its revocation was answered. A key authenticated just
+   * before its revocation and acting after it is refused (401); a revocation coming while it acts
+   * waits for it. (The operator's ADMIN_API_KEY is not a stored key.)
+   */
+  async function assertStillValid(trx: Kysely<DB>, actor: Actor, now: Date): Promise<void> {
+    if (actor.kind !== 'key' || actor.keyId === null) return;
+    const row = await repo.lockKey(trx, actor.keyId);
+    const status = row ? keyStatus(row, now) : 'revoked';
+    if (status !== 'active') throw new UnauthorizedError(`the API key is ${status}`);
+  }
+
   return {
     /**
      * Creates a key in the actor's organization; the operator may name another organization
@@ -92,6 +105,7 @@ export function createKeysService({ db, clock, audit, cacheMs = 5000, touchEvery
       }
       const { id, secret } = generateSecret();
       const row = await db.transaction().execute(async (trx) => {
+        await assertStillValid(trx, actor, now);
         if (!(await findOrganization(trx, organizationId))) {
           throw new ValidationError([{ path: 'body.organizationId', message: `no organization ${organizationId}` }]);
         }
@@ -137,6 +151,8 @@ export function createKeysService({ db, clock, audit, cacheMs = 5000, touchEvery
     async revoke(actor: Actor, id: string): Promise<ApiKey> {
       const now = clock();
       const found = await db.transaction().execute(async (trx) => {
+        // A key revoking itself takes its own row's lock for the update below in any case.
+        if (actor.keyId !== id) await assertStillValid(trx, actor, now);
         const found = await repo.revokeKey(trx, id, actor.operator ? null : actor.organizationId, now);
         if (found?.revoked) {
           await audit.append(

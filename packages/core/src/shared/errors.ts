@@ -136,6 +136,13 @@ export class ForbiddenError extends DomainError {
   }
 }
 
+/** The request's credentials no longer count (a key revoked or expired while the request ran). */
+export class UnauthorizedError extends DomainError {
+  constructor(message: string) {
+    super('UNAUTHORIZED', message);
+  }
+}
+
 export class NotFoundError extends DomainError {
   constructor(message: string) {
     super('NOT_FOUND', message);
