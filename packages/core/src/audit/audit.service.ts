@@ -1,9 +1,9 @@
 import type { DB, Kysely } from '@vouch/db';
 import type { AuditEntry, AuditQuery } from '@vouch/schemas';
+import { findOrganization } from '../organizations/organizations.repository.ts';
 import type { Actor } from '../shared/actor.ts';
 import { type Clock, toUnixSeconds } from '../shared/clock.ts';
 import { idFromCursor, page } from '../shared/cursor.ts';
-import { findOrganization } from '../organizations/organizations.repository.ts';
 import { ForbiddenError, NotFoundError } from '../shared/errors.ts';
 import { type ChainBreak, checkEntries, parseEntry, type StoredEntry } from './audit.model.ts';
 import * as repo from './audit.repository.ts';
