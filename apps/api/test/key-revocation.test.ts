@@ -11,6 +11,7 @@ import {
   type TestContext,
   until,
 } from '@vouch/testkit';
+import type { LightMyRequestResponse } from 'fastify';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 
 /**
@@ -96,8 +97,8 @@ describe.runIf(inject('testDbMode') === 'postgres')('a key revoked while a reque
     const head = await holdTransaction(t.database.db, (trx) =>
       sql`SELECT 1 FROM audit_heads WHERE organization_id = ${org} FOR UPDATE`.execute(trx),
     );
-    let revoking: ReturnType<typeof t.app.inject> | undefined;
-    let minting: ReturnType<typeof t.app.inject> | undefined;
+    let revoking: Promise<LightMyRequestResponse> | undefined;
+    let minting: Promise<LightMyRequestResponse> | undefined;
     try {
       // The operator's revocation: its UPDATE is made, its audit entry waits for the head.
       revoking = t.app.inject({ method: 'DELETE', url: `/api/keys/${leakedId}`, headers: bearer(ADMIN) });
