@@ -32,7 +32,7 @@ import {
   weigh,
 } from './erc8004.model.ts';
 import * as repo from './erc8004.repository.ts';
-import { type FetchMode, fetchFile } from './files.ts';
+import { type FetchMode, type FileAnswer, fetchFile } from './files.ts';
 
 export interface Erc8004Options {
   identityRegistry: string;
@@ -280,7 +280,16 @@ export function createErc8004Service({ db, clock, audit, chain, options, onAgent
   async function readFiles(touched: Set<string>): Promise<number> {
     const pending = await repo.pendingFiles(db, FILES_PER_RUN);
     for (const row of pending) {
-      const answer = await fetchFile(row.feedback_uri, options.feedbackFetch, options.fetchTimeoutMs);
+      // No file may fail the run (it would be read first again, and fail every run after): one that
+      // makes the read throw spends an attempt like an unavailable host.
+      const answer: FileAnswer = await fetchFile(row.feedback_uri, options.feedbackFetch, options.fetchTimeoutMs).catch(
+        (error: unknown) => ({
+          ok: false,
+          status: 'unavailable',
+          detail: error instanceof Error ? error.message : String(error),
+          retry: true,
+        }),
+      );
       const attempts = row.file_attempts + 1;
       const now = clock();
       if (!answer.ok) {

@@ -18,9 +18,15 @@ const publicLookup = privateRefusingLookup('ERC8004_FEEDBACK_FETCH=public');
 function decodeDataUri(uri: string): FileAnswer {
   const match = /^data:([^,]*?)(;base64)?,(.*)$/s.exec(uri);
   if (!match) return { ok: false, status: 'invalid', detail: 'a malformed data: URI', retry: false };
-  const bytes = match[2]
-    ? Buffer.from(match[3] as string, 'base64')
-    : Buffer.from(decodeURIComponent(match[3] as string), 'utf8');
+  let text: string;
+  try {
+    // Percent-encoding that does not decode (`%` alone, or not UTF-8) is the file's fault: it is
+    // invalid for good, not a failure of the run that read it.
+    text = match[2] ? '' : decodeURIComponent(match[3] as string);
+  } catch {
+    return { ok: false, status: 'invalid', detail: 'a data: URI whose percent-encoding does not decode', retry: false };
+  }
+  const bytes = match[2] ? Buffer.from(match[3] as string, 'base64') : Buffer.from(text, 'utf8');
   if (bytes.length > MAX_FILE_BYTES)
     return { ok: false, status: 'invalid', detail: `larger than ${MAX_FILE_BYTES} bytes`, retry: false };
   return { ok: true, bytes };
@@ -55,7 +61,14 @@ export function fetchFile(uri: string, mode: FetchMode, timeoutMs: number): Prom
     return Promise.resolve({ ok: false, status: 'skipped', detail: 'a private address', retry: false });
   }
   const request = url.protocol === 'https:' ? httpsRequest : httpRequest;
-  return new Promise((resolve) => {
+  return new Promise((settle) => {
+    // One deadline for the whole read: Node's `timeout` only counts a silent socket, and a host
+    // that sends a byte now and then would hold the run far longer.
+    const deadline = setTimeout(() => req.destroy(new Error(`not read within ${timeoutMs} ms`)), timeoutMs);
+    const resolve = (answer: FileAnswer) => {
+      clearTimeout(deadline);
+      settle(answer);
+    };
     const req = request(
       url,
       {
@@ -84,6 +97,10 @@ export function fetchFile(uri: string, mode: FetchMode, timeoutMs: number): Prom
         });
         res.on('end', () => resolve({ ok: true, bytes: Buffer.concat(chunks) }));
         res.on('error', (error) => resolve({ ok: false, status: 'unavailable', detail: error.message, retry: true }));
+        // Destroyed mid-body (the deadline): no 'end', and the error may come only to the request.
+        res.on('aborted', () =>
+          resolve({ ok: false, status: 'unavailable', detail: `not read within ${timeoutMs} ms`, retry: true }),
+        );
       },
     );
     req.on('timeout', () => req.destroy(new Error(`no answer within ${timeoutMs} ms`)));
