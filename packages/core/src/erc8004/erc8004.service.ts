@@ -489,14 +489,9 @@ export function createErc8004Service({ db, clock, audit, chain, options, onAgent
           });
           for (;;) {
             const next = BigInt(cursor.next_block);
-            if (next > safe) {
-              await repo.touchCursor(db, { ...cursorKey, now: clock() });
-              break;
-            }
-            if (Date.now() - started > budgetMs) {
-              caughtUp = false;
-              break;
-            }
+            // The block the cursor stands on is checked on every pass, with nothing new to read
+            // too: a reorganization found once stays found (and reported) for as long as the
+            // chain disagrees, not only until the head passes the cursor again.
             if (cursor.last_block_hash && next > 0n) {
               const hash = await chain.blockHash(next - 1n);
               // A node that does not know a block it indexed from is behind, not reorganized.
@@ -510,6 +505,14 @@ export function createErc8004Service({ db, clock, audit, chain, options, onAgent
                   `block ${next - 1n}, indexed as ${cursor.last_block_hash}, is ${hash} on the chain now: a reorganization deeper than ERC8004_CONFIRMATIONS; the index stops here`,
                 );
               }
+            }
+            if (next > safe) {
+              await repo.touchCursor(db, { ...cursorKey, now: clock() });
+              break;
+            }
+            if (Date.now() - started > budgetMs) {
+              caughtUp = false;
+              break;
             }
             const last = next + options.blockRange - 1n < safe ? next + options.blockRange - 1n : safe;
             const logs = await chain.logs([registry.address], next, last);
@@ -540,7 +543,13 @@ export function createErc8004Service({ db, clock, audit, chain, options, onAgent
             });
             if (applied === null) {
               // Another run applied this range first: carry on from where it left the cursor.
-              cursor = await repo.ensureCursor(db, { ...cursorKey, kind: registry.kind, startBlock: 0n, now: clock() });
+              // (A cursor deleted meanwhile, for a rebuild, starts again where a new one does.)
+              cursor = await repo.ensureCursor(db, {
+                ...cursorKey,
+                kind: registry.kind,
+                startBlock: options.startBlock,
+                now: clock(),
+              });
               continue;
             }
             ranges++;

@@ -1,0 +1,126 @@
+import { type ChainReader, createErc8004Service } from '@vouch/core';
+import { sql } from '@vouch/db';
+import { createTestApp, randomAddress, type TestContext } from '@vouch/testkit';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+
+// The ERC-8004 indexer's cursor against a scripted node (no anvil), so that a
+// reorganization, a node's head and the moment of an operator's rebuild are exactly what the test says.
+let t: TestContext;
+
+beforeAll(async () => {
+  t = await createTestApp();
+});
+afterAll(() => t.close());
+
+/** A node whose head, block hashes and logs the test sets. */
+function scriptedChain() {
+  const state = {
+    head: 100n,
+    /** Blocks from this height on have the `fork` hashes: a reorganization. */
+    forkFrom: null as bigint | null,
+    fork: 'b',
+    logCalls: [] as Array<[bigint, bigint]>,
+    onLogs: null as null | (() => Promise<void>),
+  };
+  const hashOf = (n: bigint) => {
+    const side = state.forkFrom !== null && n >= state.forkFrom ? state.fork : 'a';
+    return `0x${side.repeat(2)}${n.toString(16).padStart(62, '0')}`;
+  };
+  const reader: ChainReader = {
+    hasCode: async () => ({ ok: true, value: false }),
+    owner: async () => ({ ok: false, reason: 'n/a', unreachable: true }),
+    transaction: async () => ({ ok: true, value: null }),
+    chainId: async () => 7_000_001,
+    blockNumber: async () => state.head,
+    blockHash: async (n) => (n <= state.head ? hashOf(n) : null),
+    logs: async (_addresses, from, to) => {
+      state.logCalls.push([from, to]);
+      await state.onLogs?.();
+      return [];
+    },
+    send: async () => {
+      throw new Error('not used');
+    },
+  } as ChainReader;
+  return { state, reader };
+}
+
+function indexer(chain: ChainReader, overrides: { startBlock?: bigint; blockRange?: bigint; confirmations?: bigint }) {
+  const identityRegistry = randomAddress();
+  const reputationRegistry = randomAddress();
+  const service = createErc8004Service({
+    db: t.database.db,
+    clock: () => t.clock.now,
+    audit: t.services.audit,
+    chain,
+    options: {
+      identityRegistry,
+      reputationRegistry,
+      startBlock: overrides.startBlock ?? 0n,
+      confirmations: overrides.confirmations ?? 2n,
+      blockRange: overrides.blockRange ?? 1000n,
+      intervalMs: 3_600_000,
+      feedbackFetch: 'off',
+      fetchTimeoutMs: 1000,
+    },
+  });
+  const status = async () => (await service.evidence([randomAddress()], false)).values().next().value?.status;
+  return { service, status, identityRegistry, reputationRegistry };
+}
+
+describe('the ERC-8004 cursor and reorganizations', () => {
+  it('a reorganization deeper than the confirmations, once detected, stays reported until the index is rebuilt', async () => {
+    const { state, reader } = scriptedChain();
+    const { service, status } = indexer(reader, {});
+    // Head 100, 2 confirmations: blocks 0..98 indexed, the cursor keeps block 98's hash.
+    await service.index();
+    expect(await status()).toBe('current');
+
+    // A reorganization from block 50 (far deeper than 2 confirmations); the node's head moves to 101.
+    state.forkFrom = 50n;
+    state.head = 101n;
+    await expect(service.index()).rejects.toThrow(/reorganization deeper than ERC8004_CONFIRMATIONS/);
+    expect(await status()).toBe('unavailable');
+
+    // The next run is answered by a node one block behind (a load balancer's other node; or the
+    // operator raised ERC8004_CONFIRMATIONS): nothing left to index below its confirmed head.
+    // docs/erc8004.md: "the run fails with that message and the index stays as it was, reported
+    // `unavailable` (below) until an operator rebuilds it".
+    state.head = 100n;
+    await service.index().catch(() => undefined);
+    expect(await status()).toBe('unavailable');
+  });
+
+  it('finds a reorganization on a run whose head gives no new confirmed block', async () => {
+    const { state, reader } = scriptedChain();
+    const { service, status } = indexer(reader, {});
+    await service.index(); // 0..98 indexed, block 98's hash kept
+    // Blocks 50.. replaced (same height: the new branch is as long as the old one).
+    state.forkFrom = 50n;
+    // "when a later run finds another block at that height, the reorganization was deeper than
+    // the depth: the run fails with that message" (docs/erc8004.md), on a run with nothing new too.
+    await expect(service.index()).rejects.toThrow(/reorganization/);
+    expect(await status()).toBe('unavailable');
+  });
+
+  it('a cursor the operator deleted during a run starts again at ERC8004_START_BLOCK, not at block 0', async () => {
+    const { state, reader } = scriptedChain();
+    state.head = 1100n;
+    const { service, identityRegistry, reputationRegistry } = indexer(reader, { startBlock: 1000n, blockRange: 10n });
+    // The operator's rebuild (docs/erc8004.md: delete the chain's cursor rows; "the next run
+    // indexes again from ERC8004_START_BLOCK") lands while a run reads its first range.
+    let deleted = false;
+    state.onLogs = async () => {
+      if (deleted) return;
+      deleted = true;
+      await sql`DELETE FROM erc8004_cursors WHERE registry IN (${identityRegistry}, ${reputationRegistry})`.execute(
+        t.database.db,
+      );
+    };
+    await service.index();
+    const firstBlocks = state.logCalls.map(([from]) => from);
+    expect(firstBlocks[0]).toBe(1000n);
+    // No range below the start block is ever read.
+    expect(firstBlocks.filter((from) => from < 1000n)).toEqual([]);
+  });
+});
