@@ -139,3 +139,34 @@ describe.runIf(inject('testDbMode') === 'postgres')('a key revoked while a reque
     });
   });
 });
+
+describe.runIf(inject('testDbMode') === 'postgres')('two keys revoking each other at once', () => {
+  it('one revocation goes through and the other is refused: neither is ended as a deadlock', async () => {
+    const org = 'mutual-revocation-org';
+    const first = await createOrganizationKey(t.app, ADMIN, org);
+    const second = await createKey(t.app, first, { name: 'second', scopes: ['admin'] });
+    const idOf = (secret: string) => secret.split('_')[1] as string;
+    // Both keys' rows, held: each revocation stops at its first lock of them, then both go at once.
+    const rows = await holdTransaction(t.database.db, (trx) =>
+      sql`SELECT 1 FROM api_keys WHERE organization_id = ${org} FOR UPDATE`.execute(trx),
+    );
+    let one: Promise<LightMyRequestResponse> | undefined;
+    let other: Promise<LightMyRequestResponse> | undefined;
+    try {
+      one = t.app.inject({ method: 'DELETE', url: `/api/keys/${idOf(second)}`, headers: bearer(first) });
+      await until(async () => (await lockWaiters(t.database.db)) >= 1, 10_000, 20);
+      other = t.app.inject({ method: 'DELETE', url: `/api/keys/${idOf(first)}`, headers: bearer(second) });
+      await until(async () => (await lockWaiters(t.database.db)) >= 2, 10_000, 20);
+    } finally {
+      await rows.release();
+    }
+    const answers = [(await one)?.statusCode, (await other)?.statusCode].sort();
+    expect(answers).toEqual([200, 401]);
+    const keys = await t.database.db
+      .selectFrom('api_keys')
+      .select(['name', 'revoked_at'])
+      .where('organization_id', '=', org)
+      .execute();
+    expect(keys.filter((k) => k.revoked_at !== null)).toHaveLength(1);
+  });
+});

@@ -80,11 +80,15 @@ export function createKeysService({ db, clock, audit, cacheMs = 5000, touchEvery
    * Key management by an API key: the key is read again under a lock in the change's transaction,
    * so that nothing it does commits after its revocation was answered. A key authenticated just
    * before its revocation and acting after it is refused (401); a revocation coming while it acts
-   * waits for it. (The operator's ADMIN_API_KEY is not a stored key.)
+   * waits for it. (The operator's ADMIN_API_KEY is not a stored key.) `revoking`: the key the
+   * change revokes, locked with the acting one in id order, so that two keys revoking each other
+   * at once wait for each other rather than deadlock.
    */
-  async function assertStillValid(trx: Kysely<DB>, actor: Actor, now: Date): Promise<void> {
+  async function assertStillValid(trx: Kysely<DB>, actor: Actor, now: Date, revoking?: string): Promise<void> {
     if (actor.kind !== 'key' || actor.keyId === null) return;
-    const row = await repo.lockKey(trx, actor.keyId);
+    const ids = revoking === undefined ? [actor.keyId] : [actor.keyId, revoking];
+    const rows = await repo.lockKeys(trx, ids, revoking === undefined ? 'share' : 'update');
+    const row = rows.find((r) => r.id === actor.keyId);
     const status = row ? keyStatus(row, now) : 'revoked';
     if (status !== 'active') throw new UnauthorizedError(`the API key is ${status}`);
   }
@@ -152,7 +156,7 @@ export function createKeysService({ db, clock, audit, cacheMs = 5000, touchEvery
       const now = clock();
       const found = await db.transaction().execute(async (trx) => {
         // A key revoking itself takes its own row's lock for the update below in any case.
-        if (actor.keyId !== id) await assertStillValid(trx, actor, now);
+        if (actor.keyId !== id) await assertStillValid(trx, actor, now, id);
         const found = await repo.revokeKey(trx, id, actor.operator ? null : actor.organizationId, now);
         if (found?.revoked) {
           await audit.append(
