@@ -37,34 +37,27 @@ function decodeDataUri(uri: string): FileAnswer {
  * private addresses), anything else (ipfs:, ar:) is not supported. At most MAX_FILE_BYTES, within
  * `timeoutMs`, no redirects.
  */
-export function fetchFile(uri: string, mode: FetchMode, timeoutMs: number): Promise<FileAnswer> {
-  if (uri.startsWith('data:')) return Promise.resolve(decodeDataUri(uri));
+export async function fetchFile(uri: string, mode: FetchMode, timeoutMs: number): Promise<FileAnswer> {
+  if (uri.startsWith('data:')) return decodeDataUri(uri);
   let url: URL;
   try {
     url = new URL(uri);
   } catch {
-    return Promise.resolve({ ok: false, status: 'invalid', detail: 'not a URI', retry: false });
+    return { ok: false, status: 'invalid', detail: 'not a URI', retry: false };
   }
   if (url.protocol !== 'https:' && url.protocol !== 'http:') {
-    return Promise.resolve({
-      ok: false,
-      status: 'unsupported',
-      detail: `${url.protocol} URIs are not read`,
-      retry: false,
-    });
+    return { ok: false, status: 'unsupported', detail: `${url.protocol} URIs are not read`, retry: false };
   }
   if (mode === 'off') {
-    return Promise.resolve({ ok: false, status: 'skipped', detail: 'ERC8004_FEEDBACK_FETCH=off', retry: false });
+    return { ok: false, status: 'skipped', detail: 'ERC8004_FEEDBACK_FETCH=off', retry: false };
   }
   const host = url.hostname.replace(/^\[|\]$/g, '');
   if (mode === 'public' && isIP(host) && isPrivateAddress(host)) {
-    return Promise.resolve({ ok: false, status: 'skipped', detail: 'a private address', retry: false });
+    return { ok: false, status: 'skipped', detail: 'a private address', retry: false };
   }
   const request = url.protocol === 'https:' ? httpsRequest : httpRequest;
   return new Promise((settle) => {
-    // One deadline for the whole read: Node's `timeout` only counts a silent socket, and a host
-    // that sends a byte now and then would hold the run far longer.
-    const deadline = setTimeout(() => req.destroy(new Error(`not read within ${timeoutMs} ms`)), timeoutMs);
+    let deadline: NodeJS.Timeout | undefined;
     const resolve = (answer: FileAnswer) => {
       clearTimeout(deadline);
       settle(answer);
@@ -103,6 +96,9 @@ export function fetchFile(uri: string, mode: FetchMode, timeoutMs: number): Prom
         );
       },
     );
+    // One deadline for the whole read: Node's `timeout` only counts a silent socket, and a host
+    // that sends a byte now and then would hold the run far longer.
+    deadline = setTimeout(() => req.destroy(new Error(`not read within ${timeoutMs} ms`)), timeoutMs);
     req.on('timeout', () => req.destroy(new Error(`no answer within ${timeoutMs} ms`)));
     req.on('error', (error) => {
       const refused = error instanceof PrivateTargetError;
