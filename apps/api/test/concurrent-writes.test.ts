@@ -62,12 +62,13 @@ describe.runIf(inject('testDbMode') === 'postgres')('two owner changes of one ag
 describe.runIf(inject('testDbMode') === 'postgres')('a velocity rule put while a decision with a hold runs', () => {
   it('the first decision under the rule counts the hold of the one decided before it', async () => {
     const agent = await createAgentWithBudget(t.app, { dailyLimit: '100000', monthlyLimit: '1000000' });
-    // Version 1 counts nothing: a decision under it takes no lock.
+    // Version 1 counts nothing.
     expect((await put(`/api/agents/${agent}/policy`, { rules: [{ name: 'rest', action: 'allow' }] })).statusCode).toBe(
       200,
     );
 
-    // The budget's row, held: each decision's hold statement waits there, after its policy was read.
+    // The budget's row, held: D1's hold statement waits there, after it read its policy (and,
+    // holding, the agent's lock).
     const budget = await holdTransaction(t.database.db, (trx) =>
       sql`SELECT 1 FROM budgets WHERE agent = ${agent} FOR UPDATE`.execute(trx),
     );
@@ -85,7 +86,7 @@ describe.runIf(inject('testDbMode') === 'postgres')('a velocity rule put while a
         ],
       });
       expect(v2.statusCode, v2.body).toBe(200);
-      // D2 reads version 2, takes the agent's payment lock, counts (D1's hold is not there yet) and goes on to hold.
+      // D2 comes while D1 is in flight: it must read version 2 and count D1's hold, whatever D1 read.
       after = post(t.app, '/api/decisions', { agent, amount: '10', hold: true });
       await until(async () => (await lockWaiters(t.database.db)) >= 2, 10_000, 20);
     } finally {

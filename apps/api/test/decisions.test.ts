@@ -835,20 +835,32 @@ describe('holds and approvals', () => {
     },
   );
 
-  it.runIf(interleaves)(
-    'a decision denied for another reason leaves the grant it names untouched, and usable',
-    async () => {
-      const agent = await createAgentWithBudget(t.app, limits);
-      await setPolicy(agent, [{ name: 'all', action: 'review' }]);
-      const approvalId = (await decideOk({ agent, amount: '400' })).approvalId as string;
-      expect((await post(t.app, `/api/approvals/${approvalId}/approve`, {})).statusCode).toBe(200);
-      const grant = sql<{ status: string; redeemed_decision_id: string | null }>`
+  /** An agent whose policy reviews everything, and an approved grant of 400 for it. */
+  async function approvedGrant() {
+    const agent = await createAgentWithBudget(t.app, limits);
+    await setPolicy(agent, [{ name: 'all', action: 'review' }]);
+    const approvalId = (await decideOk({ agent, amount: '400' })).approvalId as string;
+    expect((await post(t.app, `/api/approvals/${approvalId}/approve`, {})).statusCode).toBe(200);
+    const grant = sql<{ status: string; redeemed_decision_id: string | null }>`
       SELECT status, redeemed_decision_id::text FROM approvals WHERE id = ${approvalId}::bigint`;
-      // Over the per-transaction limit: denied whatever the approval, which it does not claim.
-      const denied = await decideOk({ agent, amount: '900', approvalId });
-      expect([denied.decision, codes(denied)]).toEqual(['deny', ['PER_TX_LIMIT', 'POLICY_REVIEW']]);
-      expect((await grant.execute(t.database.db)).rows[0]).toEqual({ status: 'approved', redeemed_decision_id: null });
+    return { agent, approvalId, grant: async () => (await grant.execute(t.database.db)).rows[0] };
+  }
 
+  it('a decision denied for another reason leaves the grant it names untouched, and usable', async () => {
+    const { agent, approvalId, grant } = await approvedGrant();
+    // Over the per-transaction limit: denied whatever the approval, which it does not claim.
+    const denied = await decideOk({ agent, amount: '900', approvalId });
+    expect([denied.decision, codes(denied)]).toEqual(['deny', ['PER_TX_LIMIT', 'POLICY_REVIEW']]);
+    expect(await grant()).toEqual({ status: 'approved', redeemed_decision_id: null });
+    const redeemed = await decideOk({ agent, amount: '400', approvalId });
+    expect(redeemed.decision).toBe('allow');
+    expect((await grant())?.status).toBe('redeemed');
+  });
+
+  it.runIf(interleaves)(
+    'a grant whose hold a spend refused between the read and the hold goes back to approved',
+    async () => {
+      const { agent, approvalId, grant } = await approvedGrant();
       // A spend lands between the redeeming decision's budget read and its hold: the hold's statement
       // refuses, and the grant goes back to approved for a later try.
       const budgetOf = t.services.budgets.budgetOf;
@@ -866,7 +878,7 @@ describe('holds and approvals', () => {
       expect((await get(t.app, `/api/decisions/${refused.decisionId}`)).json().data.budget).toMatchObject(
         refusedBudget,
       );
-      expect((await grant.execute(t.database.db)).rows[0]).toEqual({ status: 'approved', redeemed_decision_id: null });
+      expect(await grant()).toEqual({ status: 'approved', redeemed_decision_id: null });
     },
   );
 

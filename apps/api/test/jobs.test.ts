@@ -263,8 +263,8 @@ describe.runIf(inject('testDbMode') === 'postgres')('scores written at the same 
     const refresh = t.services.scores.recompute([agent], null, { keepOverrides: true }).finally(() => {
       settled = true;
     });
-    // The refresh ends, or waits for a lock (before, its score write waited for the record's
-    // reference while holding the lock the record's touch needs: PostgreSQL ended one of them).
+    // The refresh ends, or waits for a lock. Its score write must not wait for the record's
+    // reference while holding the lock the record's touch needs (PostgreSQL would end one of them).
     await until(async () => settled || (await lockWaiters(t.database.db)) >= 1, 10_000, 20);
     touch.open();
     await expect(recording).resolves.toBeUndefined();

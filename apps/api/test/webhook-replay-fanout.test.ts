@@ -72,7 +72,7 @@ describe.runIf(inject('testDbMode') === 'postgres')('a replay and a fan-out crea
     await gate.release();
 
     const [replayed, dispatched] = await Promise.all([replaying, dispatching]);
-    // With the replay inserting in event id order, PostgreSQL ended one of them: "40P01: deadlock detected".
+    // Were the two to insert in different orders, PostgreSQL would end one of them (40P01, a deadlock).
     expect({
       replayed: 'error' in replayed ? replayed.error : 'ok',
       dispatched: 'error' in dispatched ? dispatched.error : 'ok',
