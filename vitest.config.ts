@@ -52,8 +52,10 @@ export default defineConfig({
           name: 'reliability',
           include: ['test/reliability/**/*.test.ts'],
           globalSetup: ['test/global-setup.ts'],
-          // These tests stop servers and measure recovery times: one file at a time.
+          // These tests stop servers and measure recovery times: one file at a time, each in a
+          // process of its own, so that no file's heap or leftovers (R9's fuzzing) weigh on the next.
           fileParallelism: false,
+          isolate: true,
           testTimeout: 600_000,
           hookTimeout: 180_000,
         },
