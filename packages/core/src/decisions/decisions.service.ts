@@ -174,8 +174,8 @@ export function createDecisionsService(deps: DecisionsDeps) {
       // in one transaction under the agent's lock. Otherwise two at once would each count without
       // the other and both hold; and a hold decided under a policy that counts nothing, still in
       // flight when one that counts is put, would not be counted by the first decision under it.
-      // The lock comes before the policy is read, whatever the policy, and the policy read under
-      // it (past the read cache) is the one applied below.
+      // The lock comes first, whatever the policy; everything below, the policy included, is then
+      // read in the transaction (past the read cache).
       if (input.hold && !executor.isTransaction) {
         const effects: Array<() => void> = [];
         const decided = await db
@@ -185,7 +185,6 @@ export function createDecisionsService(deps: DecisionsDeps) {
         return decided;
       }
       if (input.hold) await repo.lockPaymentCount(executor, actor.organizationId, input.agent);
-      const heldPolicy = input.hold ? await policies.effective(actor.organizationId, input.agent, executor) : undefined;
       const now = clock();
       const asset = input.asset ?? '';
       const counterparty = input.counterparty ?? null;
@@ -210,7 +209,7 @@ export function createDecisionsService(deps: DecisionsDeps) {
         agents.standingOf(input.agent, inTransaction, reader),
         counterparty ? agents.standingOf(counterparty, inTransaction, reader) : Promise.resolve(null),
         budgets.budgetOf({ organizationId: actor.organizationId, agent: input.agent, asset }, inTransaction, reader),
-        heldPolicy !== undefined ? heldPolicy : policies.effective(actor.organizationId, input.agent, reader),
+        policies.effective(actor.organizationId, input.agent, reader),
         grant === null ? Promise.resolve(undefined) : repo.grantHold(reader, grant),
       ]);
       const screening = await sanctions.forDecision(input.agent, standing?.owner ?? null, counterparty, reader);

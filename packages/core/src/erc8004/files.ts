@@ -18,15 +18,15 @@ const publicLookup = privateRefusingLookup('ERC8004_FEEDBACK_FETCH=public');
 function decodeDataUri(uri: string): FileAnswer {
   const match = /^data:([^,]*?)(;base64)?,(.*)$/s.exec(uri);
   if (!match) return { ok: false, status: 'invalid', detail: 'a malformed data: URI', retry: false };
-  let text: string;
+  const body = match[3] as string;
+  let bytes: Buffer;
   try {
     // Percent-encoding that does not decode (`%` alone, or not UTF-8) is the file's fault: it is
     // invalid for good, not a failure of the run that read it.
-    text = match[2] ? '' : decodeURIComponent(match[3] as string);
+    bytes = match[2] ? Buffer.from(body, 'base64') : Buffer.from(decodeURIComponent(body), 'utf8');
   } catch {
     return { ok: false, status: 'invalid', detail: 'a data: URI whose percent-encoding does not decode', retry: false };
   }
-  const bytes = match[2] ? Buffer.from(match[3] as string, 'base64') : Buffer.from(text, 'utf8');
   if (bytes.length > MAX_FILE_BYTES)
     return { ok: false, status: 'invalid', detail: `larger than ${MAX_FILE_BYTES} bytes`, retry: false };
   return { ok: true, bytes };
@@ -66,7 +66,6 @@ export async function fetchFile(uri: string, mode: FetchMode, timeoutMs: number)
       url,
       {
         method: 'GET',
-        timeout: timeoutMs,
         ...(mode === 'public' && { lookup: publicLookup }),
         headers: { accept: 'application/json' },
       },
@@ -96,10 +95,9 @@ export async function fetchFile(uri: string, mode: FetchMode, timeoutMs: number)
         );
       },
     );
-    // One deadline for the whole read: Node's `timeout` only counts a silent socket, and a host
-    // that sends a byte now and then would hold the run far longer.
+    // One deadline for the whole read, a silent host's included (a socket timeout counts only
+    // silence: a host that sends a byte now and then would hold the run far longer).
     deadline = setTimeout(() => req.destroy(new Error(`not read within ${timeoutMs} ms`)), timeoutMs);
-    req.on('timeout', () => req.destroy(new Error(`no answer within ${timeoutMs} ms`)));
     req.on('error', (error) => {
       const refused = error instanceof PrivateTargetError;
       resolve({ ok: false, status: refused ? 'skipped' : 'unavailable', detail: error.message, retry: !refused });

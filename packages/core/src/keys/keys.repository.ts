@@ -77,11 +77,9 @@ export async function revokeKey(
  * The keys' rows, locked until the transaction ends, in id order (two transactions locking the
  * same two keys wait for each other instead of each holding one): a revocation of one of them
  * waits for the transaction, or the transaction (coming after one in flight) reads it revoked.
- * `share`: the rows are only read; else they may be updated (a revocation).
  */
-export function lockKeys(db: Executor, ids: string[], mode: 'share' | 'update'): Promise<ApiKeyRow[]> {
-  const query = db.selectFrom('api_keys').selectAll().where('id', 'in', ids).orderBy('id');
-  return (mode === 'share' ? query.forShare() : query.forNoKeyUpdate()).execute();
+export function lockKeys(db: Executor, ids: string[]): Promise<ApiKeyRow[]> {
+  return db.selectFrom('api_keys').selectAll().where('id', 'in', ids).orderBy('id').forNoKeyUpdate().execute();
 }
 
 export async function touchKey(db: Executor, id: string, now: Date): Promise<void> {

@@ -86,8 +86,7 @@ export function createKeysService({ db, clock, audit, cacheMs = 5000, touchEvery
    */
   async function assertStillValid(trx: Kysely<DB>, actor: Actor, now: Date, revoking?: string): Promise<void> {
     if (actor.kind !== 'key' || actor.keyId === null) return;
-    const ids = revoking === undefined ? [actor.keyId] : [actor.keyId, revoking];
-    const rows = await repo.lockKeys(trx, ids, revoking === undefined ? 'share' : 'update');
+    const rows = await repo.lockKeys(trx, revoking === undefined ? [actor.keyId] : [actor.keyId, revoking]);
     const row = rows.find((r) => r.id === actor.keyId);
     const status = row ? keyStatus(row, now) : 'revoked';
     if (status !== 'active') throw new UnauthorizedError(`the API key is ${status}`);
