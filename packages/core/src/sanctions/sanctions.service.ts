@@ -3,6 +3,7 @@ import { readdir, readFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { DB, Kysely } from '@vouch/db';
+import { XMLValidator } from 'fast-xml-parser';
 import type { ReadCache } from '../cache/read-cache.ts';
 import type { EventsService } from '../events/events.service.ts';
 import { type Clock, toUnixSeconds } from '../shared/clock.ts';
@@ -306,6 +307,14 @@ export function createSanctionsService({ db, clock, rescore, cache, events }: Sa
 
     /** Imports OFAC's sdn_advanced.xml as a new snapshot (refused if empty or shrunken, unless `force`). */
     async importXml(xml: string, snapshotDate?: string, options: { force?: boolean } = {}): Promise<ImportResult> {
+      // A file that is not well-formed (a download cut off, a damaged copy) is not the list: what
+      // could be read of it would delist every address in the part that is missing.
+      const wellFormed = XMLValidator.validate(xml);
+      if (wellFormed !== true) {
+        throw new SnapshotRefusedError(
+          `the file is not well-formed XML (line ${wellFormed.err.line}: ${wellFormed.err.msg}); nothing was changed`,
+        );
+      }
       const extract = parseSdnAdvancedXml(xml);
       const date = snapshotDate ?? extract.publishedOn ?? clock().toISOString().slice(0, 10);
       const result = await importSnapshot(
