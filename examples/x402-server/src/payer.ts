@@ -33,7 +33,8 @@ export function createPayer(options: PayerOptions) {
     .setSpendControls({ allowedAssets: [{ network, asset: options.token }] })
     .registerExtension({
       key: PAYMENT_IDENTIFIER,
-      // Fills the identifier the server declared it accepts: Vouch keys the payment's calls by it.
+      // Fills the identifier the server declared it accepts (the server's to deduplicate by; Vouch keys
+      // a payment by its signed nonce, not by this).
       enrichPaymentPayload: async (payload: PaymentPayload) => {
         const declared = payload.extensions?.[PAYMENT_IDENTIFIER] as { info?: Record<string, unknown> } | undefined;
         if (!declared) return payload;

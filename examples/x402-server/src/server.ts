@@ -43,7 +43,8 @@ const ADDRESS = /^0x[0-9a-fA-F]{40}$/;
 export async function buildServer(options: ServerOptions): Promise<FastifyInstance> {
   const network = `eip155:${options.chainId}` as Network;
   const price = (amount: bigint) => ({ amount: amount.toString(), asset: options.token, extra: { ...TOKEN_DOMAIN } });
-  // Every payment may carry a client-chosen identifier: Vouch uses it as the Idempotency-Key.
+  // Every payment may carry a client-chosen identifier (the payment-identifier extension). Vouch
+  // does not key on it: the sender picks it and no one signs it (docs/x402.md "One key per payment").
   const extensions = { [PAYMENT_IDENTIFIER]: declarePaymentIdentifierExtension(false) };
   const routes: RoutesConfig = {
     'GET /weather': {

@@ -190,7 +190,7 @@ describe('x402 payments through Vouch', () => {
     expect(await budgetOf(payer.address)).toMatchObject({ dailySpent: '11230', dailyHeld: '0' });
   });
 
-  it('a retried payment (same identifier) holds once and moves money once', async () => {
+  it('a retried payment holds once and moves money once, under any identifier; signed again it is another payment', async () => {
     const id = `pay_retry_${Date.now()}`;
     const retrying = createPayer({
       privateKey: payerKey,
@@ -207,22 +207,35 @@ describe('x402 payments through Vouch', () => {
     const holdsBefore = (await holdsOf(payer.address)).length;
     const before = await shopBalance();
     expect((await send()).status).toBe(200);
-    // The same signed payment again, then a new signature under the same identifier.
+    // The same signed payment again.
     const again = await send();
     expect(again.status).toBe(402);
     expect(refusalOf(again)).toBe('vouch_hold_captured');
-    // Signed again, it is another authorization that could settle beside the first: refused.
-    const resigned = await send(await retrying.http.createPaymentPayload(required));
-    expect(resigned.status).toBe(402);
-    expect(refusalOf(resigned)).toBe('vouch_payment_resigned');
-
+    // The same signed payment under an identifier of someone else's choosing: still that payment,
+    // its hold captured, nothing more held.
+    const extensions = payload.extensions as Record<string, { info: Record<string, unknown> }>;
+    const copy = await send({
+      ...payload,
+      extensions: {
+        ...extensions,
+        'payment-identifier': { ...extensions['payment-identifier'], info: { required: false, id: `${id}_copy` } },
+      },
+    });
+    expect(copy.status).toBe(402);
+    expect(refusalOf(copy)).toBe('vouch_hold_captured');
     expect((await holdsOf(payer.address)).length).toBe(holdsBefore + 1);
     expect(await shopBalance()).toBe(before + PRICES.weather);
-    expect(await budgetOf(payer.address)).toMatchObject({ dailySpent: '21230' });
+
+    // Signed again, even under the same identifier, it is another authorization that settles on
+    // its own: another payment, held and counted as such.
+    expect((await send(await retrying.http.createPaymentPayload(required))).status).toBe(200);
+    expect((await holdsOf(payer.address)).length).toBe(holdsBefore + 2);
+    expect(await shopBalance()).toBe(before + 2n * PRICES.weather);
+    expect(await budgetOf(payer.address)).toMatchObject({ dailySpent: '31230', dailyHeld: '0' });
   });
 
   it('over budget: refused before anything is verified or settled, no money moved', async () => {
-    // The day has 200,000 and 21,230 are spent: a hold of the upto maximum (50,000) still fits,
+    // The day has 200,000 and 31,230 are spent: a hold of the upto maximum (50,000) still fits,
     // the budget is lowered so that it does not.
     await setDailyLimit('60000');
     try {
@@ -234,7 +247,7 @@ describe('x402 payments through Vouch', () => {
       expect(res.headers.get('payment-response')).toBeNull();
       expect(await shopBalance()).toBe(before);
       expect((await holdsOf(payer.address)).length).toBe(holdsBefore);
-      expect(await budgetOf(payer.address)).toMatchObject({ dailySpent: '21230', dailyHeld: '0' });
+      expect(await budgetOf(payer.address)).toMatchObject({ dailySpent: '31230', dailyHeld: '0' });
     } finally {
       await setDailyLimit('200000');
     }

@@ -179,7 +179,7 @@ describe('the hooks', () => {
     expect(calls).toBe(2);
   });
 
-  it('refuses a payment signed again under an identifier Vouch decided for another signature', async () => {
+  it('refuses a nonce Vouch decided about under another signature', async () => {
     script = () => fail(422, 'IDEMPOTENCY_KEY_REUSED');
     const { lines, logger } = recordingLogger();
     const hooks = createVouchHooks({ url, failMode: 'open', logger });

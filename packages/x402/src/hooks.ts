@@ -159,13 +159,13 @@ export function createVouchHooks(options: VouchHooksOptions) {
         );
       return undefined;
     } catch (error) {
-      // The key's decision was made for another signed authorization: this is the payment signed
-      // again (both could settle, and one hold would count only one), or a copy of it with another
-      // signature (which must not take or release its hold): refused, as a client error.
+      // The key's decision was made for this nonce under another signature or other terms: a copy
+      // of the payment with its signature changed (which must not take or release its hold), or
+      // one whose terms differ from what was signed. Refused, as a client error.
       if (error instanceof VouchRequestError && error.code === 'IDEMPOTENCY_KEY_REUSED') {
         const message =
-          'this payment identifier was used with another signed authorization (another nonce, or another signature): ' +
-          'a payment signed again is a new payment; send it with a new payment identifier';
+          'this authorization’s nonce was decided about with another signature or other terms: ' +
+          'a payment signed again is a new payment, with a nonce of its own';
         log.warn({ phase, ...facts(payment) }, `payment refused: ${message}`);
         return { abort: true, reason: 'vouch_payment_resigned', message };
       }

@@ -12,7 +12,6 @@ import {
   nonceOf,
   type PaymentPayloadLike,
   payerOf,
-  paymentIdentifierOf,
   type RequirementsLike,
   releasesHold,
   settledAmountOf,
@@ -95,7 +94,7 @@ describe('assets and networks', () => {
   });
 });
 
-describe('the payer, the nonce and the payment identifier', () => {
+describe('the payer, the nonce and the key', () => {
   it('reads the payer and nonce of an EIP-3009 authorization and of a Permit2 one', () => {
     expect(payerOf(eip3009())).toBe(PAYER.toLowerCase());
     expect(nonceOf(eip3009())).toBe(NONCE);
@@ -119,24 +118,22 @@ describe('the payer, the nonce and the payment identifier', () => {
     expect(nonceOf(short)).toBeNull();
   });
 
-  it('takes the payment-identifier extension’s id only when it is a valid one', () => {
-    const withId = (id: unknown) =>
-      eip3009({ extensions: { 'payment-identifier': { info: { required: false, id } } } });
-    expect(paymentIdentifierOf(withId('pay_0123456789abcdef'))).toBe('pay_0123456789abcdef');
-    expect(paymentIdentifierOf(withId('short'))).toBeNull();
-    expect(paymentIdentifierOf(withId('has spaces in it, 16+ chars'))).toBeNull();
-    expect(paymentIdentifierOf(withId(42))).toBeNull();
-    expect(paymentIdentifierOf(eip3009())).toBeNull();
-  });
-
-  it('keys every Vouch call of a payment by its identifier, else its nonce, scoped to network and payer', () => {
+  it('keys every Vouch call of a payment by its signed nonce, scoped to network and payer', () => {
     const payer = PAYER.toLowerCase();
-    expect(idempotencyKeyOf('eip155:8453', payer, 'pay_0123456789abcdef', NONCE)).toBe(
-      `x402:eip155:8453:${payer}:id:pay_0123456789abcdef`,
-    );
-    expect(idempotencyKeyOf('eip155:8453', payer, null, NONCE)).toBe(`x402:eip155:8453:${payer}:nonce:${NONCE}`);
-    // Vouch accepts 1–255 printable ASCII characters.
-    const longest = idempotencyKeyOf('eip155:999999999999999999', payer, 'x'.repeat(128), NONCE);
+    expect(idempotencyKeyOf('eip155:8453', payer, NONCE)).toBe(`x402:eip155:8453:${payer}:nonce:${NONCE}`);
+    // The client's payment-identifier is not part of it: a copy under another identifier is the same payment.
+    const withId = (id: string): PaymentPayloadLike => {
+      const payload = { ...eip3009(), extensions: { 'payment-identifier': { info: { required: false, id } } } };
+      return payload;
+    };
+    const keyOf = (payload: PaymentPayloadLike) => {
+      const described = describePayment(payload, requirements, NOW);
+      return described.ok ? described.payment.idempotencyKey : described.message;
+    };
+    expect(keyOf(withId('pay_0123456789abcdef'))).toBe(keyOf(withId('pay_fedcba9876543210')));
+    expect(keyOf(withId('pay_0123456789abcdef'))).toBe(keyOf(eip3009()));
+    // Vouch accepts 1–255 printable ASCII characters; a Permit2 nonce is at most 78 digits.
+    const longest = idempotencyKeyOf('eip155:999999999999999999', payer, '9'.repeat(78));
     expect(longest.length).toBeLessThanOrEqual(255);
     expect(longest).toMatch(/^[\x21-\x7e]+$/);
   });

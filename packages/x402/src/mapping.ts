@@ -12,7 +12,6 @@ export interface PaymentPayloadLike {
   readonly x402Version: number;
   readonly accepted?: RequirementsLike;
   readonly payload: Readonly<Record<string, unknown>>;
-  readonly extensions?: Readonly<Record<string, unknown>>;
   readonly resource?: { readonly url?: string };
 }
 
@@ -42,10 +41,7 @@ export interface PaymentFacts {
   network: string;
   /** The `Idempotency-Key` of every Vouch call for this payment. */
   idempotencyKey: string;
-  /**
-   * The signed authorization's nonce, in the decision's body: a payment signed again under the
-   * same identifier is another body under the same key, which Vouch refuses (see `gate`).
-   */
+  /** The signed authorization's nonce, which the chain lets settle once: the payment's key, and in the decision's body. */
   nonce: string;
   /**
    * A digest of the payload's signature, in the decision's body: the same authorization with
@@ -64,8 +60,6 @@ export type Described = { ok: true; payment: PaymentFacts } | { ok: false; reaso
 const ADDRESS = /^0x[0-9a-fA-F]{40}$/;
 const UINT = /^(0|[1-9]\d{0,77})$/;
 const EIP155 = /^eip155:([1-9]\d{0,17})$/;
-/** The payment-identifier extension's id: 16–128 of `[A-Za-z0-9_-]` (as @x402/extensions validates it). */
-const PAYMENT_ID = /^[A-Za-z0-9_-]{16,128}$/;
 const MAX_UINT256 = 2n ** 256n - 1n;
 /** Vouch's longest hold (docs/api.md "Holds"). */
 const MAX_HOLD_SECONDS = 30 * 86_400;
@@ -175,22 +169,15 @@ export function signatureDigestOf(payload: PaymentPayloadLike): string {
   return keccak256(stringToBytes(/^0x[0-9a-fA-F]*$/.test(signature) ? signature.toLowerCase() : signature));
 }
 
-/** The client's payment-identifier (the `payment-identifier` extension's `info.id`), when valid. */
-export function paymentIdentifierOf(payload: PaymentPayloadLike): string | null {
-  const extension = payload.extensions?.['payment-identifier'];
-  if (!isRecord(extension) || !isRecord(extension.info)) return null;
-  const id = extension.info.id;
-  return typeof id === 'string' && PAYMENT_ID.test(id) ? id : null;
-}
-
 /**
- * The `Idempotency-Key` of every Vouch call for one payment: the payment-identifier when the
- * client sent one, else the authorization's nonce (which the chain lets settle once). The network
- * and payer are part of it, so two payers choosing the same identifier never meet (at most ~200
- * printable characters; Vouch accepts 255).
+ * The `Idempotency-Key` of every Vouch call for one payment: the signed authorization's nonce,
+ * which the chain lets settle once, with the network and payer (two payers' nonces never meet).
+ * Not the client's payment-identifier extension: that is the sender's choice and signed by no one,
+ * and a copy of a payment sent under another identifier must stay the one payment Vouch decided
+ * about, not become another decision and another hold (docs/x402.md "One key per payment").
  */
-export function idempotencyKeyOf(network: string, payer: string, id: string | null, nonce: string): string {
-  return id ? `x402:${network}:${payer}:id:${id}` : `x402:${network}:${payer}:nonce:${nonce}`;
+export function idempotencyKeyOf(network: string, payer: string, nonce: string): string {
+  return `x402:${network}:${payer}:nonce:${nonce}`;
 }
 
 /**
@@ -249,7 +236,7 @@ export function describePayment(
       asset,
       scheme,
       network,
-      idempotencyKey: idempotencyKeyOf(network, payer, paymentIdentifierOf(payload), nonce),
+      idempotencyKey: idempotencyKeyOf(network, payer, nonce),
       nonce,
       signature: signatureDigestOf(payload),
       holdSeconds,
