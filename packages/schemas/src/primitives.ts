@@ -104,3 +104,9 @@ export const colorValue = z.string().regex(/^#[0-9A-F]{6}$/);
 
 /** Query-string booleans arrive as text. */
 export const queryBoolean = z.enum(['true', 'false']).transform((value) => value === 'true');
+
+/**
+ * The body of a write that takes no fields: none, or `{}`. A field sent anyway (an
+ * `expectedVersion` on a delete, say) is refused (400) rather than silently ignored.
+ */
+export const noBody = z.strictObject({}).nullish();

@@ -11,6 +11,7 @@ import {
   erc8004FileParams,
   jobAccepted,
   listQuery,
+  noBody,
   ownerBody,
   policy,
   policyBody,
@@ -172,7 +173,8 @@ export const agentsRoutes: FastifyPluginAsyncZod<{ services: Services }> = async
       tags: ['decisions'],
       summary: 'Delete the organization’s policy for this agent (the default policy applies again)',
       params: agentParams,
-      response: responses({ 200: policy }, [404]),
+      body: noBody,
+      response: responses({ 200: policy }, [404, 413, 415]),
     },
     handler: async (req) => ok(await services.policies.remove(actorOf(req), req.params.address)),
   });

@@ -15,6 +15,7 @@ import {
   captureResult,
   listAuthorizationsQuery,
   listSpendsQuery,
+  noBody,
   refundBody,
   refundResult,
   setBudgetBody,
@@ -23,7 +24,6 @@ import {
   spendResult,
 } from '@vouch/schemas';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
-import { z } from 'zod';
 import { bypassesCache, ok, responses } from '../http.ts';
 import { idempotencyHeaders, idempotent } from '../idempotency.ts';
 import { actorOf } from '../plugins/auth.ts';
@@ -163,7 +163,7 @@ export const budgetsRoutes: FastifyPluginAsyncZod<{ services: Services }> = asyn
       tags: ['budgets'],
       summary: 'Release a hold without spending it',
       params: authorizationParams,
-      body: z.strictObject({}).nullish(),
+      body: noBody,
       headers: idempotencyHeaders,
       response: responses({ 200: authorization }, [404, 409, 413, 415]),
     },

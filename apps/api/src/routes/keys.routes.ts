@@ -1,5 +1,5 @@
 import type { Services } from '@vouch/core';
-import { apiKey, apiKeyList, apiKeyParams, createApiKeyBody, createdApiKey } from '@vouch/schemas';
+import { apiKey, apiKeyList, apiKeyParams, createApiKeyBody, createdApiKey, noBody } from '@vouch/schemas';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { ok, responses } from '../http.ts';
 import { actorOf } from '../plugins/auth.ts';
@@ -44,7 +44,8 @@ export const keysRoutes: FastifyPluginAsyncZod<{ services: Services }> = async (
       tags: ['keys'],
       summary: 'Revoke an API key (at once on this replica, within seconds on the others)',
       params: apiKeyParams,
-      response: responses({ 200: apiKey }, [401, 403, 404]),
+      body: noBody,
+      response: responses({ 200: apiKey }, [401, 403, 404, 413, 415]),
     },
     handler: async (req) => ok(await services.keys.revoke(actorOf(req), req.params.id)),
   });

@@ -1,5 +1,5 @@
 import type { Services } from '@vouch/core';
-import { policy, policyBody, policyQuery, policyVersions } from '@vouch/schemas';
+import { noBody, policy, policyBody, policyQuery, policyVersions } from '@vouch/schemas';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { ok, responses } from '../http.ts';
 import { actorOf } from '../plugins/auth.ts';
@@ -45,7 +45,8 @@ export const policiesRoutes: FastifyPluginAsyncZod<{ services: Services }> = asy
       operationId: 'deleteDefaultPolicy',
       tags: ['decisions'],
       summary: 'Delete the default policy (a version without rules; the history stays)',
-      response: responses({ 200: policy }, [404]),
+      body: noBody,
+      response: responses({ 200: policy }, [404, 413, 415]),
     },
     handler: async (req) => ok(await services.policies.remove(actorOf(req), null)),
   });

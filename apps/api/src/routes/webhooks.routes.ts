@@ -6,6 +6,7 @@ import {
   delivery,
   deliveryList,
   deliveryParams,
+  noBody,
   replayBody,
   replayResult,
   rotatedSecret,
@@ -83,7 +84,8 @@ export const webhooksRoutes: FastifyPluginAsyncZod<{ services: Services }> = asy
       tags: ['events'],
       summary: 'Delete an endpoint and its deliveries (nothing more is sent to it)',
       params: webhookParams,
-      response: responses({ 200: webhook }, [404]),
+      body: noBody,
+      response: responses({ 200: webhook }, [404, 413, 415]),
     },
     handler: async (req) => ok(await services.webhooks.remove(actorOf(req), req.params.id)),
   });
@@ -110,7 +112,8 @@ export const webhooksRoutes: FastifyPluginAsyncZod<{ services: Services }> = asy
       tags: ['events'],
       summary: 'Send a webhook.test event to this endpoint only; follow it in its deliveries',
       params: webhookParams,
-      response: responses({ 202: testDelivery }, [404, 409]),
+      body: noBody,
+      response: responses({ 202: testDelivery }, [404, 409, 413, 415]),
     },
     handler: async (req, reply) => {
       reply.code(202);
@@ -138,7 +141,8 @@ export const webhooksRoutes: FastifyPluginAsyncZod<{ services: Services }> = asy
       tags: ['events'],
       summary: 'Send one delivery again now (its attempts start over)',
       params: deliveryParams,
-      response: responses({ 202: delivery }, [404, 409]),
+      body: noBody,
+      response: responses({ 202: delivery }, [404, 409, 413, 415]),
     },
     handler: async (req, reply) => {
       reply.code(202);
