@@ -98,6 +98,15 @@ describe('evaluateAnomaly', () => {
     expect(first.flags.map((f) => f.code)).not.toContain('LARGE_VALUE');
   });
 
+  it('divides by the exact average, not one rounded down first (small atomic amounts)', () => {
+    // Amounts 1 and 2: the average is 1.5, so 7 is 4.667×, under the 5× flag (not 7× of an average of 1).
+    const small = { ...steady, assetCount30d: 2, volume30d: 3n, amount: 7n };
+    const r = evaluateAnomaly(small);
+    expect(r.factors.largeValue.value).toBeCloseTo(4.667, 2);
+    expect(r.flags.map((f) => f.code)).not.toContain('LARGE_VALUE');
+    expect(evaluateAnomaly({ ...small, amount: 8n }).flags.map((f) => f.code)).toContain('LARGE_VALUE');
+  });
+
   it('an agent with no history scores 0 risk and says so', () => {
     const r = evaluateAnomaly({
       ...steady,

@@ -107,11 +107,15 @@ export function evaluateAnomaly(facts: AnomalyFacts, t: AnomalyThresholds): Anom
     });
   }
 
-  // Large value: the amount against the agent's average amount in the same asset (bigint until the ratio).
-  const average = facts.assetCount30d > 0 ? facts.volume30d / BigInt(facts.assetCount30d) : 0n;
-  const valueRatio = average > 0n ? Number((facts.amount * 1000n) / average) / 1000 : 0;
-  const valueRisk = average > 0n ? ramp(valueRatio, t.valueFullRatio) : 0;
-  if (average > 0n && valueRatio >= t.valueFlagRatio) {
+  // Large value: the amount against the agent's average amount in the same asset, exactly:
+  // amount ÷ (volume ÷ count) = amount × count ÷ volume (bigint until the ratio; an average rounded
+  // down first would overstate the ratio of small atomic amounts).
+  const hasAverage = facts.assetCount30d > 0 && facts.volume30d > 0n;
+  const valueRatio = hasAverage
+    ? Number((facts.amount * BigInt(facts.assetCount30d) * 1000n) / facts.volume30d) / 1000
+    : 0;
+  const valueRisk = hasAverage ? ramp(valueRatio, t.valueFullRatio) : 0;
+  if (hasAverage && valueRatio >= t.valueFlagRatio) {
     flags.push({ code: 'LARGE_VALUE', message: `amount is ${valueRatio.toFixed(1)}× the agent's average` });
   }
 
