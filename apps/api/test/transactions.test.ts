@@ -171,6 +171,17 @@ describe('self-reported times', () => {
     expect(after.json().data.backdated).toBe(false);
     expect((await record(agent, {})).json().data.backdated).toBe(false);
   });
+
+  it('does not mark a transaction dated in the second the agent was first seen in', async () => {
+    // Half-way through a second, as a real clock almost always is: times are whole seconds.
+    t.clock.advance(1500 - (t.clock.now.getTime() % 1000));
+    const agent = randomAddress();
+    const first = await record(agent, { timestamp: now() });
+    expect(first.statusCode).toBe(201);
+    const seen = (await get(t.app, `/api/agents/${agent}`)).json().data;
+    expect(seen.firstSeenAt).toBe(first.json().data.timestamp);
+    expect(first.json().data.backdated).toBe(false);
+  });
 });
 
 describe('GET /api/transactions/:address/stats', () => {

@@ -32,7 +32,8 @@ export function insertTransaction(db: Executor, t: NewTransaction): Promise<Tran
       occurred_at: t.occurredAt,
       recorded_at: t.recordedAt,
       chain_status: t.chainStatus,
-      backdated: sql<boolean>`${t.occurredAt}::timestamptz < (SELECT first_seen_at FROM agents WHERE address = ${t.agent})`,
+      // Timestamps are whole seconds: dated before the second the agent was first seen in.
+      backdated: sql<boolean>`${t.occurredAt}::timestamptz < (SELECT date_trunc('second', first_seen_at) FROM agents WHERE address = ${t.agent})`,
     })
     .onConflict((oc) => oc.columns(['agent', 'tx_hash']).doNothing())
     .returningAll()
