@@ -233,6 +233,28 @@ describe('the in-process runner', () => {
     expect(ran.count).toBe(2);
   });
 
+  it('keeps finished jobs per queue: a burst in one queue does not forget another queue’s results', async () => {
+    const runner = createInProcessRunner({
+      execute: createExecutor({
+        processors: {
+          ...processorsWith(async () => screening),
+          'scores.refresh-agent': async () => ({ scored: 1, updated: 0, worker: 'test' }),
+        },
+      }),
+      concurrency: { scores: 1, checks: 1, recompute: 1, refresh: 1, maintenance: 1, webhooks: 1 },
+      waitMs: 60_000,
+      keepFinished: 3,
+    });
+    const screened = await runner.run(jobs.sanctions, { address: ADDRESS });
+    const refreshes = [];
+    for (let i = 0; i < 5; i++) refreshes.push((await runner.enqueue(jobs.refreshAgent, { agent: ADDRESS })).jobId);
+    await vi.advanceTimersByTimeAsync(10);
+    expect((await runner.get(screened.jobId))?.status).toBe('completed');
+    // The refresh queue keeps its own latest three.
+    const kept = await Promise.all(refreshes.map(async (id) => (await runner.get(id))?.status ?? null));
+    expect(kept).toEqual([null, null, 'completed', 'completed', 'completed']);
+  });
+
   it('fails after the last attempt with what the processor threw', async () => {
     const { runner, calls } = runnerFailing(() => true);
     const outcome = runner.run(jobs.sanctions, { address: ADDRESS });

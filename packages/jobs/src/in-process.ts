@@ -68,6 +68,8 @@ export function createInProcessRunner(options: InProcessOptions): JobRunner {
   const lanes = new Map<QueueName, Lane>(queueNames.map((q) => [q, new Lane(options.concurrency[q])]));
   const dedupe = new Map<string, string>();
   const keep = options.keepFinished ?? 5000;
+  /** Ids of finished jobs per queue, oldest first (retention). */
+  const finishedOf = new Map<QueueName, string[]>();
   let closed = false;
   const timers: NodeJS.Timeout[] = [];
   /** Runs under way (or waiting for their lane): what close waits for. */
@@ -116,12 +118,15 @@ export function createInProcessRunner(options: InProcessOptions): JobRunner {
     record.info.finishedAt = Date.now();
     forgetDedupe(record);
     record.finish();
-    // Forget the oldest finished jobs beyond the retention count.
-    if (records.size > keep) {
-      for (const [id, r] of records) {
-        if (records.size <= keep) break;
-        if (r.info.finishedAt !== null) records.delete(id);
-      }
+    // Forget the oldest finished jobs of this queue beyond the retention count, per queue as
+    // BullMQ keeps them: a burst of refreshes must not trim the results of awaited jobs.
+    const queue = record.job.queue;
+    const done = finishedOf.get(queue) ?? [];
+    finishedOf.set(queue, done);
+    done.push(record.info.id);
+    while (done.length > keep) {
+      const id = done.shift() as string;
+      if (records.get(id)?.info.finishedAt !== null) records.delete(id);
     }
   }
 
