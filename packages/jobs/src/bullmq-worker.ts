@@ -73,6 +73,13 @@ export function startBullmqWorkers(options: BullmqWorkersOptions) {
             throw outcome.cause;
           default:
             log.warn({ err: outcome.cause, attempt: job.attemptsMade + 1 }, 'job failed');
+            // As the in-process runner's waiting caller gets the error itself (a 503), the
+            // producer must tell a dependency that was away or busy from a job that is wrong.
+            if (outcome.kind === 'failed' && outcome.dependency) {
+              throw new Error(
+                encodeJobError({ code: 'SERVICE_UNAVAILABLE', message: 'a dependency is unavailable; retry shortly' }),
+              );
+            }
             throw outcome.cause;
         }
       },

@@ -103,7 +103,7 @@ describe('the executor', () => {
     const last = jobs.sanctions.options.attempts;
     expect(await execute(request(last))).toEqual({ kind: 'unavailable', delayMs: UNAVAILABLE_RETRY_MS, cause: down });
     const old = { ...request(last), queuedAt: Date.now() - 11 * 60_000 };
-    expect(await execute(old)).toEqual({ kind: 'failed', cause: down });
+    expect(await execute(old)).toEqual({ kind: 'failed', cause: down, dependency: true });
   });
 });
 

@@ -26,12 +26,15 @@ export type Execution =
   | { kind: 'unavailable'; delayMs: number; cause: unknown }
   | { kind: 'later'; delayMs: number; reason: string }
   | { kind: 'retry'; delayMs: number; cause: unknown }
-  | { kind: 'failed'; cause: unknown };
+  /** `dependency`: the last error was a dependency unavailable or busy (callers answer it 503). */
+  | { kind: 'failed'; cause: unknown; dependency?: boolean };
 
 export interface ExecutorOptions {
   processors: Processors;
   /** Errors that mean a dependency is down rather than the job being wrong (e.g. the database). */
   isUnavailable?: (error: unknown) => boolean;
+  /** Errors that mean a dependency is busy (a statement or lock timeout): retried like any error, but answered 503. */
+  isBusy?: (error: unknown) => boolean;
 }
 
 export interface ExecutionRequest {
@@ -85,7 +88,8 @@ export function createExecutor(options: ExecutorOptions): Executor {
         return { kind: 'unavailable', delayMs: UNAVAILABLE_RETRY_MS, cause: error };
       }
       if (attempt < job.options.attempts) return { kind: 'retry', delayMs: backoffMs(job, attempt), cause: error };
-      return { kind: 'failed', cause: error };
+      const dependency = options.isUnavailable?.(error) === true || options.isBusy?.(error) === true;
+      return { kind: 'failed', cause: error, ...(dependency && { dependency }) };
     }
   };
 }

@@ -20,7 +20,14 @@ import {
   type ReadCache,
   type Services,
 } from '@vouch/core';
-import { createDatabase, type Database, isDatabaseUnavailable, lockDataDir, migrateToLatest } from '@vouch/db';
+import {
+  createDatabase,
+  type Database,
+  isDatabaseBusy,
+  isDatabaseUnavailable,
+  lockDataDir,
+  migrateToLatest,
+} from '@vouch/db';
 import {
   type BullmqWorkers,
   createBullmqRunner,
@@ -198,6 +205,7 @@ export async function createRuntime(config: Config, overrides: RuntimeOverrides 
     execute = createExecutor({
       processors: overrides.processors ? overrides.processors(real) : real,
       isUnavailable: isDatabaseUnavailable,
+      isBusy: isDatabaseBusy,
     });
 
     let workers: BullmqWorkers | undefined;
