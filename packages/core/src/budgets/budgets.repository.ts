@@ -210,7 +210,7 @@ export async function reserve(
       'dailySpent', o.daily_spent::text, 'monthlySpent', o.monthly_spent::text,
       'dailyHeld', o.daily_held::text, 'monthlyHeld', o.monthly_held::text,
       'dailyLimit', o.daily_limit::text, 'monthlyLimit', o.monthly_limit::text, 'perTxLimit', o.per_tx_limit::text,
-      'expiresAt', ${kind === 'hold' ? sql`extract(epoch FROM input.expires_at)::bigint` : sql`NULL::bigint`})`;
+      'expiresAt', ${kind === 'hold' ? sql`floor(extract(epoch FROM input.expires_at))::bigint` : sql`NULL::bigint`})`;
   const announced = sql`outcome AS o CROSS JOIN input CROSS JOIN LATERAL (
       SELECT ${outcome} AS type, ${ownData} AS data
       ${thresholdEvents(events?.thresholds ?? [])}
@@ -508,7 +508,7 @@ export async function expireHolds(
         type: sql`'authorization.expired'::text`,
         agent: sql`a.agent`,
         data: sql`jsonb_build_object('authorizationId', a.id::text, 'amount', a.amount::text, 'asset', a.asset,
-          'counterparty', a.counterparty, 'expiresAt', extract(epoch FROM a.expires_at)::bigint)`,
+          'counterparty', a.counterparty, 'expiresAt', floor(extract(epoch FROM a.expires_at))::bigint)`,
       },
       sql`a`,
     )}
