@@ -15,8 +15,11 @@ export interface DecisionEvidence {
     owner: boolean;
     counterparty: boolean;
   };
-  /** The budget check (null reason: within every limit). */
-  budget: { allowed: boolean; reason: RefusalReason | null };
+  /**
+   * The budget check (null reason: within every limit). `limit`: the limit that refuses the amount
+   * when the budget's sanctions screen refused first (its check weighs no limit then).
+   */
+  budget: { allowed: boolean; reason: RefusalReason | null; limit?: RefusalReason | null };
   policy: PolicyOutcome;
   /** An approval redeemed for this payment (it answers the policy's review), or why one could not be. */
   approval: { redeemed: true; id: string } | { redeemed: false; problem: string } | null;
@@ -61,18 +64,20 @@ export function decide(e: DecisionEvidence): { decision: Verdict; reasons: Decis
     SANCTIONED: e.sanctions.agent || e.sanctions.owner,
     COUNTERPARTY_SANCTIONED: e.sanctions.counterparty,
   };
+  const details: Record<RefusalReason, string> = {
+    SANCTIONS_LIST_UNAVAILABLE: 'no sanctions list is active: nobody can be screened (found by the budget)',
+    SANCTIONED: 'the agent or its owner is on the active sanctions list (found by the budget)',
+    COUNTERPARTY_SANCTIONED: 'the counterparty is on the active sanctions list (found by the budget)',
+    NO_BUDGET: 'the organization has no budget for this agent (in this asset)',
+    PER_TX_LIMIT: 'the amount exceeds the per-transaction limit',
+    DAILY_LIMIT: 'the amount would exceed the daily limit (spent and held included)',
+    MONTHLY_LIMIT: 'the amount would exceed the monthly limit (spent and held included)',
+  };
   if (!e.budget.allowed && e.budget.reason !== null && repeated[e.budget.reason] !== true) {
-    const details: Record<RefusalReason, string> = {
-      SANCTIONS_LIST_UNAVAILABLE: 'no sanctions list is active: nobody can be screened (found by the budget)',
-      SANCTIONED: 'the agent or its owner is on the active sanctions list (found by the budget)',
-      COUNTERPARTY_SANCTIONED: 'the counterparty is on the active sanctions list (found by the budget)',
-      NO_BUDGET: 'the organization has no budget for this agent (in this asset)',
-      PER_TX_LIMIT: 'the amount exceeds the per-transaction limit',
-      DAILY_LIMIT: 'the amount would exceed the daily limit (spent and held included)',
-      MONTHLY_LIMIT: 'the amount would exceed the monthly limit (spent and held included)',
-    };
     denies.push(reason(e.budget.reason, details[e.budget.reason]));
   }
+  // A budget its screen refuses is still over a limit: that is a finding too.
+  if (e.budget.limit) denies.push(reason(e.budget.limit, details[e.budget.limit]));
 
   switch (e.policy.kind) {
     case 'none':

@@ -53,6 +53,8 @@ interface DecisionFacts {
   modelVersion: string;
   /** The `approvalId` the request named, kept with its inputs whether or not it was redeemed (absent: none). */
   approvalIdGiven?: string;
+  /** The hold as the decision answered it (absent in rows stored before it was kept: the hold as it is now). */
+  authorization?: Authorization | null;
 }
 
 const DAY_MS = 86_400_000;
@@ -87,6 +89,7 @@ export function createDecisionsService(deps: DecisionsDeps) {
   /** A decision's answer from what is stored of it. */
   function answer(d: repo.NewDecision, hold: Authorization | null, approvalId: string | null): Decision {
     const facts = d.facts as DecisionFacts;
+    if (facts.authorization !== undefined) hold = facts.authorization;
     return {
       decisionId: d.id,
       decision: d.decision,
@@ -225,11 +228,20 @@ export function createDecisionsService(deps: DecisionsDeps) {
       // The hold already counts in the windows it was made in, as its capture would: the day or
       // month limit does not refuse it again (a hold made before midnight, redeemed after it, is
       // not this day's). Sanctions and the per-payment limit, judged first, still do.
-      const judged = budgets.checkAnswer(budget && ownHold ? withoutHold(budget, ownHold) : budget, input.amount, now);
-      const check =
-        ownHold && (judged.reason === 'DAILY_LIMIT' || judged.reason === 'MONTHLY_LIMIT')
+      const judge = (b: CachedBudget | null) => {
+        const judged = budgets.checkAnswer(b, input.amount, now);
+        return ownHold && (judged.reason === 'DAILY_LIMIT' || judged.reason === 'MONTHLY_LIMIT')
           ? { ...judged, allowed: true, reason: null }
           : judged;
+      };
+      const judgedBudget = budget && ownHold ? withoutHold(budget, ownHold) : budget;
+      const check = judge(judgedBudget);
+      // The budget's sanctions screen refuses before any limit is weighed: the limits are judged
+      // on their own too, so that a payment both refuse is told both.
+      const limitCheck =
+        judgedBudget && judgedBudget.state.screening !== null
+          ? judge({ ...judgedBudget, state: { ...judgedBudget.state, screening: null } })
+          : null;
       const exceptHold = ownHold?.id ?? null;
       const since = (seconds: number) => new Date(now.getTime() - seconds * 1000);
       const facts: PolicyFacts = {
@@ -273,7 +285,7 @@ export function createDecisionsService(deps: DecisionsDeps) {
           owner: screening.owner,
           counterparty: screening.counterparty,
         },
-        budget: { allowed: check.allowed, reason: check.reason },
+        budget: { allowed: check.allowed, reason: check.reason, limit: limitCheck?.reason ?? null },
         policy: outcome,
         approval: null,
       };
@@ -410,6 +422,10 @@ export function createDecisionsService(deps: DecisionsDeps) {
         }
 
         const decisionId = record.id;
+        // The hold as it is answered, kept with the decision: its GET answers it as it was, not as it is now.
+        const held =
+          holdId === null ? null : await budgetsRepo.findAuthorization(trx, actor.organizationId, input.agent, holdId);
+        stored.authorization = held ? { ...toAuthorization(held), ...(approvalHold === null && { decisionId }) } : null;
         // The approval the decision redeemed. One it was given and did not redeem (another
         // organization's, another payment's, or not needed) is kept only in its facts
         // (approvalIdGiven) and, when only it stood in the way, in its APPROVAL_INVALID reason.
@@ -464,11 +480,9 @@ export function createDecisionsService(deps: DecisionsDeps) {
           );
           after(() => events?.committed());
         }
-        const hold =
-          holdId === null ? null : await budgetsRepo.findAuthorization(trx, actor.organizationId, input.agent, holdId);
         return answer(
           { ...record, decision: verdict.decision, reasons: verdict.reasons },
-          hold ? toAuthorization(hold) : null,
+          stored.authorization ?? null,
           approvalId ?? redeemedId,
         );
       };
@@ -515,7 +529,7 @@ export function createDecisionsService(deps: DecisionsDeps) {
       const row = await repo.findDecision(db, actor.organizationId, id);
       if (!row) throw new DecisionNotFoundError(id);
       const hold =
-        row.authorization_id === null
+        row.authorization_id === null || (row.facts as unknown as DecisionFacts).authorization !== undefined
           ? null
           : await budgetsRepo.findAuthorization(db, actor.organizationId, row.agent, String(row.authorization_id));
       return toDecision(row, hold ? toAuthorization(hold) : null);
