@@ -147,7 +147,22 @@ function reasonOf(error: unknown): string {
  */
 export function createChainReader(rpcUrl: string | undefined, timeoutMs: number): ChainReader | null {
   if (!rpcUrl) return null;
-  const client: PublicClient = createPublicClient({ transport: http(rpcUrl, { timeout: timeoutMs, retryCount: 0 }) });
+  const base = http(rpcUrl, { timeout: timeoutMs, retryCount: 0 });
+  // JSON-RPC 2.0: a success carries `result` (null for "not found"). An answer with neither a
+  // result nor an error is no answer: viem would pass `undefined` on, read as "no code" or "no
+  // such transaction".
+  const transport: typeof base = (options) => {
+    const t = base(options);
+    return {
+      ...t,
+      request: (async (args: { method: string }, opts?: unknown) => {
+        const result = await (t.request as (a: unknown, o?: unknown) => Promise<unknown>)(args, opts);
+        if (result === undefined) throw new Error(`${args.method}: the node answered without a result`);
+        return result;
+      }) as typeof t.request,
+    };
+  };
+  const client: PublicClient = createPublicClient({ transport });
   let chainId: Promise<number> | undefined;
   const unavailable = (error: unknown) => new ChainUnavailableError(`chain read failed: ${reasonOf(error)}`);
   // One signer's transactions go out one at a time: each takes the nonce the previous one left.
@@ -162,8 +177,16 @@ export function createChainReader(rpcUrl: string | undefined, timeoutMs: number)
   return {
     async hasCode(address) {
       try {
-        const code = await client.getCode({ address: getAddress(address) });
-        return { ok: true, value: code !== undefined && code !== '0x' };
+        // Read raw: viem's getCode passes on whatever `result` held (null, a number, nothing at all).
+        const code: unknown = await client.request({ method: 'eth_getCode', params: [getAddress(address), 'latest'] });
+        // Only hex data is an answer; anything else is a node (or a proxy) that did not answer.
+        if (typeof code !== 'string' || !/^0x(?:[0-9a-fA-F]{2})*$/.test(code))
+          return {
+            ok: false,
+            reason: `eth_getCode answered ${JSON.stringify(code) ?? 'nothing'}, not bytecode`,
+            unreachable: true,
+          };
+        return { ok: true, value: code !== '0x' };
       } catch (error) {
         return { ok: false, reason: reasonOf(error), unreachable: true };
       }
