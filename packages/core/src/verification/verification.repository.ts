@@ -144,12 +144,13 @@ export function listVerifications(db: Executor, address: string, limit: number) 
     .execute();
 }
 
-/** The status and time of the address's latest verification. */
+/** The status and time of the address's latest verification: the first of `listVerifications`. */
 export function latestVerification(db: Executor, address: string) {
   return db
     .selectFrom('verifications')
     .select(['status', 'created_at'])
     .where('agent', '=', address)
+    .orderBy('created_at', 'desc')
     .orderBy('id', 'desc')
     .limit(1)
     .executeTakeFirst();
