@@ -231,3 +231,22 @@ describe('events and webhooks', () => {
     expect(problem({ WEBHOOK_ALLOW_PRIVATE_TARGETS: 'yes' })).toMatch(/WEBHOOK_ALLOW_PRIVATE_TARGETS/);
   });
 });
+
+describe('CHAIN_RPC_URL', () => {
+  it('refuses a value viem cannot send a JSON-RPC request to, naming the variable', () => {
+    // A host without its scheme, a WebSocket URL (read through viem's http transport), a typo:
+    // each would start a service whose every chain read fails — and, with SCORE_TRANSACTIONS
+    // defaulting to verified once CHAIN_RPC_URL is set, whose scores count no transaction.
+    for (const CHAIN_RPC_URL of ['localhost:8545', '127.0.0.1:8545', 'ws://127.0.0.1:8545', 'htp://node:8545', 'node'])
+      expect(problem({ CHAIN_RPC_URL }), CHAIN_RPC_URL).toMatch(/CHAIN_RPC_URL/);
+  });
+
+  it('accepts http(s) endpoints, with a path, a port or credentials', () => {
+    for (const CHAIN_RPC_URL of [
+      'http://127.0.0.1:8545',
+      'https://mainnet.example/v3/key',
+      'https://user:pw@rpc.example:8443/path',
+    ])
+      expect(loadConfig({ CHAIN_RPC_URL }).CHAIN_RPC_URL).toBe(CHAIN_RPC_URL);
+  });
+});

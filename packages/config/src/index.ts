@@ -98,7 +98,13 @@ const databaseEnv = {
 
 /** Verification and anomaly thresholds and the chain; docs/checks.md. */
 const checksEnv = {
-  CHAIN_RPC_URL: optionalString,
+  /** An http(s) JSON-RPC endpoint: the chain is read through viem's http transport. */
+  CHAIN_RPC_URL: optionalString.superRefine((value, ctx) => {
+    if (value === undefined) return;
+    const url = URL.canParse(value) ? new URL(value) : null;
+    if (!url || !['http:', 'https:'].includes(url.protocol) || !url.hostname)
+      ctx.addIssue({ code: 'custom', message: 'must be an http:// or https:// URL of a JSON-RPC endpoint' });
+  }),
   /** A chain read (bytecode, owner()) not answered within this long is given up: its check is not run. */
   CHAIN_TIMEOUT_MS: positiveInt(3000),
   VERIFY_MIN_AGE_DAYS: nonNegative(1),
