@@ -140,12 +140,14 @@ describe('rate limits in memory (no Redis)', () => {
   });
 
   it('limits the dashboard and any request carrying a credential outside /api, per client', async () => {
-    // Guessing the admin key against a probe or the dashboard is limited like an /api request.
+    // Guessing the admin key against the docs UI or the dashboard is limited like an /api request
+    // (the probes, declared unlimited, look up no key: nothing to guess there).
     const guesser = { ...from('203.0.113.40'), authorization: 'Bearer not-the-admin-key-0123' };
     for (let i = 1; i <= 5; i++) {
-      expect((await t.app.inject({ method: 'GET', url: '/health', headers: guesser })).statusCode).toBe(200);
+      expect((await t.app.inject({ method: 'GET', url: '/docs/json', headers: guesser })).statusCode).toBe(200);
     }
-    expect429(await t.app.inject({ method: 'GET', url: '/health', headers: guesser }), 5);
+    expect((await t.app.inject({ method: 'GET', url: '/health', headers: guesser })).statusCode).toBe(200);
+    expect429(await t.app.inject({ method: 'GET', url: '/docs/json', headers: guesser }), 5);
     expect429(await t.app.inject({ method: 'GET', url: '/admin/queues', headers: guesser }), 5);
     const browser = from('203.0.113.41');
     for (let i = 1; i <= 5; i++) await t.app.inject({ method: 'GET', url: '/admin/queues', headers: browser });

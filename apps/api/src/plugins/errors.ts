@@ -12,7 +12,6 @@ import { hasZodFastifySchemaValidationErrors } from 'fastify-type-provider-zod';
 /** Framework errors that are the client's fault, by Fastify code. */
 const frameworkCodes: Record<string, { code: ErrorCode; message?: string }> = {
   FST_ERR_CTP_INVALID_MEDIA_TYPE: { code: 'UNSUPPORTED_MEDIA_TYPE', message: 'Content-Type must be application/json' },
-  FST_ERR_CTP_BODY_TOO_LARGE: { code: 'PAYLOAD_TOO_LARGE', message: 'request body exceeds the 1 MiB limit' },
   FST_ERR_CTP_INVALID_JSON_BODY: { code: 'INVALID_JSON', message: 'request body is not valid JSON' },
   FST_ERR_CTP_EMPTY_JSON_BODY: {
     code: 'INVALID_JSON',
@@ -106,6 +105,11 @@ export const errorsPlugin = fp(async (app: FastifyInstance) => {
         message: issue.message,
       }));
       return sendFailure(reply, request, 'VALIDATION_ERROR', 'request does not match the schema', details);
+    }
+    if (error.code === 'FST_ERR_CTP_BODY_TOO_LARGE') {
+      // The limit this route applies (BODY_LIMIT_BYTES), in its message.
+      const limit = request.routeOptions.bodyLimit;
+      return sendFailure(reply, request, 'PAYLOAD_TOO_LARGE', `request body exceeds the ${limit}-byte limit`);
     }
     const known = error.code ? frameworkCodes[error.code] : undefined;
     if (known) return sendFailure(reply, request, known.code, known.message ?? error.message);

@@ -85,7 +85,7 @@ const exampleMessages: Partial<Record<ErrorCode, string>> = {
   AGENT_ALREADY_REGISTERED: 'agent 0x52908400098527886e0f7030069857d2e4169ee7 is already registered',
   TRANSACTION_CONFLICT: 'transaction 0xab… is already recorded with different content',
   IDEMPOTENCY_IN_PROGRESS: 'a request with this Idempotency-Key is still being processed; retry shortly',
-  PAYLOAD_TOO_LARGE: 'request body exceeds the 1 MiB limit',
+  PAYLOAD_TOO_LARGE: 'request body exceeds the 1048576-byte limit',
   UNSUPPORTED_MEDIA_TYPE: 'Content-Type must be application/json',
   BUDGET_EXCEEDED: 'spend refused: DAILY_LIMIT',
   AGENT_NOT_REGISTERED: 'agent 0x52908400098527886e0f7030069857d2e4169ee7 has been observed but is not registered',

@@ -19,12 +19,13 @@ const DASHBOARD = '/admin/queues';
  */
 export function bucketOf(request: FastifyRequest): RateBucket | null {
   const path = request.routeOptions.url ?? request.url;
+  const config = request.routeOptions.config;
+  // Routes declared unlimited (the probes, metrics and the API description) stay so, whatever they are sent.
+  if (config?.rateLimit === false) return null;
   if (!path.startsWith('/api/')) {
     const dashboard = path === DASHBOARD || path.startsWith(`${DASHBOARD}/`);
     return dashboard || request.headers.authorization !== undefined ? 'default' : null;
   }
-  const config = request.routeOptions.config;
-  if (config?.rateLimit === false) return null;
   return config?.rateLimit ?? 'default';
 }
 

@@ -89,7 +89,7 @@ export const securityPlugin = fp(
     if (corsOrigins?.length) {
       await app.register(cors, {
         origin: corsOrigins,
-        methods: ['GET', 'HEAD', 'POST', 'DELETE'],
+        methods: ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE'],
         allowedHeaders: ['authorization', 'cache-control', 'content-type', 'idempotency-key', 'x-request-id'],
         exposedHeaders: [
           'x-request-id',
