@@ -1,33 +1,17 @@
-import { createServer, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
-import { createAgent, createTestApp, post, randomAddress, randomTxHash } from '@vouch/testkit';
+import { createAgent, createTestApp, post, randomAddress, randomTxHash, startJsonRpcStub } from '@vouch/testkit';
 import { afterAll, describe, expect, it } from 'vitest';
 
-/**
- * A JSON-RPC endpoint that answers every call with HTTP 200 and `answer` (beside jsonrpc and
- * id): a proxy or gateway that passes on what its upstream gave, or a broken node. None of
- * these answers is bytecode, so contractExists cannot pass on it.
- */
-async function fakeNode(answer: Record<string, unknown>): Promise<{ url: string; server: Server }> {
-  const server = createServer((req, res) => {
-    let body = '';
-    req.on('data', (chunk) => {
-      body += chunk;
-    });
-    req.on('end', () => {
-      const { id } = JSON.parse(body || '{}') as { id?: number };
-      res.writeHead(200, { 'content-type': 'application/json' });
-      res.end(JSON.stringify({ jsonrpc: '2.0', id, ...answer }));
-    });
-  });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, server };
-}
-
-const servers: Server[] = [];
+// Nodes (or proxies) whose answers are not what JSON-RPC promises: none of them is bytecode or
+// a transaction, so no check may pass on them and no hash may be called unknown to the chain.
+const stubs: Array<{ close(): void }> = [];
 afterAll(() => {
-  for (const s of servers) s.close();
+  for (const s of stubs) s.close();
 });
+async function fakeNode(answer: Record<string, unknown>) {
+  const stub = await startJsonRpcStub(answer);
+  stubs.push(stub);
+  return stub;
+}
 
 describe('contractExists against a node whose eth_getCode answer is not bytecode', () => {
   for (const [name, answer] of [
@@ -37,7 +21,6 @@ describe('contractExists against a node whose eth_getCode answer is not bytecode
   ] as const) {
     it(`${name}: the check did not run; it neither passes nor fails`, async () => {
       const node = await fakeNode(answer);
-      servers.push(node.server);
       const ctx = await createTestApp({ jobs: 'in-process', chainRpcUrl: node.url });
       try {
         const address = randomAddress();
@@ -57,7 +40,6 @@ describe('the chain check of a recorded transaction against a node that answers 
     // JSON-RPC 2.0: a success carries `result` (null for an unknown hash). No result and no error
     // is no answer at all, and must not be stored as "the chain has no transaction with this hash".
     const node = await fakeNode({});
-    servers.push(node.server);
     const ctx = await createTestApp({ jobs: 'in-process', chainRpcUrl: node.url });
     try {
       const agent = await createAgent(ctx.app);
@@ -81,7 +63,6 @@ describe('the chain check of a recorded transaction against a node that answers 
 describe('an unknown address with a chain configured', () => {
   it('passes ownershipStability, sanctionsScreening and, with bytecode at the address, contractExists', async () => {
     const node = await fakeNode({ result: '0x6080604052' });
-    servers.push(node.server);
     const ctx = await createTestApp({ jobs: 'in-process', chainRpcUrl: node.url });
     try {
       const result = (await post(ctx.app, '/api/verify', { address: randomAddress() })).json().data;

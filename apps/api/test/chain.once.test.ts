@@ -1,5 +1,3 @@
-import { createServer } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import {
   createAgent,
   createTestApp,
@@ -7,6 +5,7 @@ import {
   post,
   randomAddress,
   recordTx,
+  startJsonRpcStub,
   startLocalChain,
   type TestContext,
 } from '@vouch/testkit';
@@ -84,21 +83,9 @@ describe('verification with a chain', () => {
 
   it('a node that fails owner() (refused, or its internal error) leaves ownerConsistency not run', async () => {
     // A node that answers every call with JSON-RPC's internal error, which viem reads as a revert.
-    const failing = createServer((req, res) => {
-      let body = '';
-      req.on('data', (chunk) => {
-        body += chunk;
-      });
-      req.on('end', () => {
-        const { id } = JSON.parse(body || '{}') as { id?: number };
-        res.writeHead(200, { 'content-type': 'application/json' });
-        res.end(JSON.stringify({ jsonrpc: '2.0', id, error: { code: -32603, message: 'internal error' } }));
-      });
-    });
-    await new Promise<void>((resolve) => failing.listen(0, '127.0.0.1', resolve));
-    const { port } = failing.address() as AddressInfo;
+    const failing = await startJsonRpcStub({ error: { code: -32603, message: 'internal error' } });
     try {
-      for (const chainRpcUrl of ['http://127.0.0.1:9', `http://127.0.0.1:${port}`]) {
+      for (const chainRpcUrl of ['http://127.0.0.1:9', failing.url]) {
         const ctx = await createTestApp({ jobs: 'in-process', chainRpcUrl });
         try {
           const address = randomAddress();

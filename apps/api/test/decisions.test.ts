@@ -1088,3 +1088,70 @@ describe('approvals with keys', () => {
     }
   });
 });
+
+describe('a decision that both the sanctions and the budget refuse', () => {
+  // The reference: a sanctioned counterparty and an amount over the per-transaction limit give both reasons.
+  it('to a sanctioned counterparty, over the per-transaction limit, names both', async () => {
+    const agent = await createAgentWithBudget(t.app, limits);
+    const d = await decideOk({ agent, amount: '801', counterparty: SANCTIONED });
+    expect(codes(d)).toEqual(['COUNTERPARTY_SANCTIONED', 'PER_TX_LIMIT', 'NO_POLICY']);
+  });
+
+  it('by an agent whose owner is sanctioned, over the per-transaction limit, names both', async () => {
+    const agent = await createAgent(t.app, { owner: SANCTIONED });
+    await post(t.app, `/api/budgets/${agent}/set`, limits);
+    const d = await decideOk({ agent, amount: '801' });
+    expect(codes(d)).toEqual(['OWNER_SANCTIONED', 'PER_TX_LIMIT', 'NO_POLICY']);
+    expect((await get(t.app, `/api/decisions/${d.decisionId}`)).json().data.reasons).toEqual(d.reasons);
+  });
+
+  it('by a sanctioned agent, over the daily limit, with a hold, names both', async () => {
+    const agent = await createAgentWithBudget(t.app, limits);
+    await post(t.app, `/api/budgets/${agent}/spend`, { amount: '700' });
+    await listOnActiveSnapshot(t.database.db, agent);
+    const d = await decideOk({ agent, amount: '301', counterparty: randomAddress(), hold: true });
+    expect(codes(d)).toEqual(['AGENT_SANCTIONED', 'DAILY_LIMIT', 'NO_POLICY']);
+  });
+
+  it('without a sanctions list, over the per-transaction limit, names both', async () => {
+    const agent = await createAgentWithBudget(t.app, limits);
+    await withoutSanctionsList(t.database.db, async () => {
+      const d = await decideOk({ agent, amount: '801' });
+      expect(d.sanctions).toEqual({ agent: 'unavailable', counterparty: null, list: null });
+      expect(codes(d)).toEqual(['SANCTIONS_LIST_UNAVAILABLE', 'PER_TX_LIMIT', 'NO_POLICY']);
+    });
+  });
+});
+
+describe('a stored decision with a hold', () => {
+  const answeredAgain = async (id: string) => (await get(t.app, `/api/decisions/${id}`)).json().data;
+
+  it('is answered again as it was, after its hold was captured', async () => {
+    const agent = await createAgentWithBudget(t.app, limits);
+    const d = await decideOk({ agent, amount: '300', hold: true });
+    expect(d.authorization?.status).toBe('held');
+    expect(await answeredAgain(d.decisionId)).toEqual(d);
+    t.clock.advance(5_000);
+    const captured = await post(
+      t.app,
+      `/api/budgets/${agent}/authorizations/${d.authorization?.authorizationId}/capture`,
+      {},
+    );
+    expect(captured.statusCode, captured.body).toBe(200);
+    expect(await answeredAgain(d.decisionId)).toEqual(d);
+  });
+
+  it('is answered again as it was, a review whose reserved hold was approved since', async () => {
+    const agent = await createAgentWithBudget(t.app, limits);
+    const put = await t.app.inject({
+      method: 'PUT',
+      url: `/api/agents/${agent}/policy`,
+      payload: { rules: [{ name: 'all', action: 'review' }] },
+    });
+    expect(put.statusCode).toBe(200);
+    const review = await decideOk({ agent, amount: '200', hold: true });
+    expect([review.decision, review.authorization?.status]).toEqual(['review', 'pending_approval']);
+    expect((await post(t.app, `/api/approvals/${review.approvalId}/approve`, {})).statusCode).toBe(200);
+    expect(await answeredAgain(review.decisionId)).toEqual(review);
+  });
+});

@@ -1,5 +1,7 @@
 import { type ChildProcess, spawn } from 'node:child_process';
+import { createServer } from 'node:http';
 import { createRequire } from 'node:module';
+import type { AddressInfo } from 'node:net';
 import {
   type Abi,
   type Address,
@@ -221,4 +223,25 @@ export async function startLocalChain(options: { accounts?: number } = {}): Prom
       await exited;
     },
   };
+}
+
+/**
+ * A JSON-RPC endpoint that answers every call with HTTP 200 and `answer` beside `jsonrpc` and the
+ * call's `id`: `{result: null}`, `{error: {...}}`, or `{}` (neither) — a broken node, or a proxy
+ * passing on what its upstream gave. `close` stops it.
+ */
+export async function startJsonRpcStub(answer: Record<string, unknown>): Promise<{ url: string; close(): void }> {
+  const server = createServer((req, res) => {
+    let body = '';
+    req.on('data', (chunk) => {
+      body += chunk;
+    });
+    req.on('end', () => {
+      const { id } = JSON.parse(body || '{}') as { id?: number };
+      res.writeHead(200, { 'content-type': 'application/json' });
+      res.end(JSON.stringify({ jsonrpc: '2.0', id, ...answer }));
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, close: () => server.close() };
 }
