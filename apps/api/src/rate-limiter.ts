@@ -87,12 +87,19 @@ export function createRateLimiter(options: RateLimitOptions): RateLimiter {
   // One limiter per counter and limit: organizations with limits of their own share the
   // counter's keys (`<prefix>:organization:<id>`) but not its number of points.
   const limiters = new Map<string, { limiter: RateLimiterRedis | RateLimiterMemory; points: number }>();
+  // In memory too, one counter per counter name whatever its number of points (as the Redis keys
+  // are shared): it never refuses by itself, `fromStore` compares what it counted with the limit.
+  const memories = new Map<RateCounter, RateLimiterMemory>();
   function limiterFor(counter: RateCounter, points: number) {
     const id = `${counter}:${points}`;
     let entry = limiters.get(id);
     if (!entry) {
       const keyPrefix = `${prefix}:${counter}`;
-      const memory = new RateLimiterMemory({ keyPrefix, points, duration });
+      let memory = memories.get(counter);
+      if (!memory) {
+        memory = new RateLimiterMemory({ keyPrefix, points: Number.MAX_SAFE_INTEGER, duration });
+        memories.set(counter, memory);
+      }
       const limiter = client
         ? new RateLimiterRedis({
             storeClient: client,

@@ -217,6 +217,28 @@ export function createBullmqRunner(options: BullmqOptions): JobRunner & { queues
     return domain ? new DomainJobError(domain) : new JobFailedError(id, reason);
   }
 
+  /**
+   * A flow parent failed by its child (`failParentOnFailure`) has BullMQ's reason "child <key>
+   * failed": the child's own reason says what happened (a dependency away or busy, a refusal), as
+   * the in-process runner hands the waiting caller the child's error. Read within SETTLE_TIMEOUT_MS.
+   */
+  async function flowFailure(id: string, reason: string): Promise<Error> {
+    const key = /^child (.+) failed$/.exec(reason)?.[1];
+    const parts = key?.split(':') ?? [];
+    const childId = parts.at(-1);
+    const queue = queues.get(parts.at(-2) as QueueName);
+    if (queue && childId) {
+      const child = await within(
+        Job.fromId(queue, childId).catch(() => undefined),
+        SETTLE_TIMEOUT_MS,
+        undefined,
+      );
+      const domain = decodeJobError(child?.failedReason);
+      if (domain) return new DomainJobError(domain);
+    }
+    return failure(id, reason);
+  }
+
   /** `promise`, or `fallback` once `ms` have passed (a Redis that hangs must not hold the caller). */
   async function within<T, F>(promise: Promise<T>, ms: number, fallback: F): Promise<T | F> {
     let timer: NodeJS.Timeout | undefined;
@@ -288,8 +310,8 @@ export function createBullmqRunner(options: BullmqOptions): JobRunner & { queues
     const id = job.id as string;
     const queue = queueFor(def);
     // One timer bounds the whole wait, Redis answering or not.
-    const answer = (finish: Finish): RunOutcome<R> => {
-      if (!finish.ok) throw failure(id, finish.message);
+    const answer = async (finish: Finish): Promise<RunOutcome<R>> => {
+      if (!finish.ok) throw await flowFailure(id, finish.message);
       return { state: 'completed', jobId: id, result: def.result.parse(finish.value) as R };
     };
     const finished = await within(finishOf(job, queueEvents, queue, waitMs), waitMs + 50, null);

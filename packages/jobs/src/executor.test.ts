@@ -255,6 +255,16 @@ describe('the in-process runner', () => {
     expect(kept).toEqual([null, null, 'completed', 'completed', 'completed']);
   });
 
+  it('runs a scheduled job at once, then every interval, as a BullMQ job scheduler does', async () => {
+    const { runner, calls } = runnerFailing(() => false);
+    await runner.every(jobs.sanctions, { address: ADDRESS }, 3_600_000);
+    await vi.advanceTimersByTimeAsync(10);
+    expect(calls.count).toBe(1);
+    await vi.advanceTimersByTimeAsync(3_600_000);
+    expect(calls.count).toBe(2);
+    await runner.close();
+  });
+
   it('fails after the last attempt with what the processor threw', async () => {
     const { runner, calls } = runnerFailing(() => true);
     const outcome = runner.run(jobs.sanctions, { address: ADDRESS });

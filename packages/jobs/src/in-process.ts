@@ -175,10 +175,18 @@ export function createInProcessRunner(options: InProcessOptions): JobRunner {
         case 'failed':
           options.onError?.(outcome.cause, record.info);
           record.cause = outcome.cause;
-          complete(record, null, {
-            code: 'INTERNAL_ERROR',
-            message: outcome.cause instanceof Error ? outcome.cause.message : String(outcome.cause),
-          });
+          // As a BullMQ worker records it: a dependency that was away or busy is SERVICE_UNAVAILABLE
+          // for whoever reads the job later (the waiting caller still gets the error itself).
+          complete(
+            record,
+            null,
+            outcome.dependency
+              ? { code: 'SERVICE_UNAVAILABLE', message: 'a dependency is unavailable; retry shortly' }
+              : {
+                  code: 'INTERNAL_ERROR',
+                  message: outcome.cause instanceof Error ? outcome.cause.message : String(outcome.cause),
+                },
+          );
       }
     } finally {
       lane.release();
@@ -279,6 +287,8 @@ export function createInProcessRunner(options: InProcessOptions): JobRunner {
     },
 
     async every<J extends AnyJob>(job: J, payload: PayloadOf<J>, everyMs: number) {
+      // A BullMQ job scheduler with `every` runs its first job at once: so does this one.
+      if (!closed) this.enqueue(job, payload).catch(() => {});
       const timer = setInterval(() => {
         if (!closed) this.enqueue(job, payload).catch(() => {});
       }, everyMs);

@@ -174,7 +174,24 @@ export async function createRuntime(config: Config, overrides: RuntimeOverrides 
         onError: (err, info) => logger.error({ err, jobId: info.id, jobName: info.name }, 'job failed'),
       });
     }
-    closers.unshift(() => jobs.close());
+    if (jobs.kind === 'in-process' && !overrides.jobs) {
+      // As the BullMQ workers' close: running jobs get SHUTDOWN_TIMEOUT_MS, then the process goes on
+      // closing (a restart forgets in-process jobs anyway).
+      const inProcess = jobs;
+      closers.unshift(async () => {
+        let timer: NodeJS.Timeout | undefined;
+        const deadline = new Promise<'deadline'>((resolve) => {
+          timer = setTimeout(() => resolve('deadline'), config.SHUTDOWN_TIMEOUT_MS);
+        });
+        const outcome = await Promise.race([inProcess.close().then(() => 'closed' as const), deadline]);
+        clearTimeout(timer);
+        if (outcome === 'deadline') {
+          logger.warn({ deadlineMs: config.SHUTDOWN_TIMEOUT_MS }, 'jobs did not finish before the deadline');
+        }
+      });
+    } else {
+      closers.unshift(() => jobs.close());
+    }
 
     // Scores and budget rows are cached per API process; database notifications keep every replica's copy fresh.
     const cache =
