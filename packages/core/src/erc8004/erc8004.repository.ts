@@ -72,16 +72,23 @@ export async function publishHead(
     WHERE chain_id = ${v.chainId} AND registry = ANY(${v.registries}::text[])`.execute(db);
 }
 
-/** A run that failed: the cursor stays where it was. */
+/**
+ * A run that failed: the cursor stays where it was. Without the chain's id (the node did not say
+ * it), the chain indexed last is the one that failed: marking every chain's cursors at the same
+ * moment would leave which one is "indexed last" to chance (the registries have the same address
+ * on every chain).
+ */
 export async function cursorFailed(
   db: Executor,
   v: { registries: string[]; error: string; now: Date; chainId?: number },
 ): Promise<void> {
+  const chain =
+    v.chainId === undefined
+      ? sql`(SELECT chain_id FROM erc8004_cursors WHERE registry = ANY(${v.registries}::text[]) ORDER BY updated_at DESC LIMIT 1)`
+      : sql`${v.chainId}`;
   await sql`
     UPDATE erc8004_cursors SET last_error = ${v.error.slice(0, 500)}, last_error_at = ${v.now}, updated_at = ${v.now}
-    WHERE registry = ANY(${v.registries}::text[]) ${v.chainId === undefined ? sql`` : sql`AND chain_id = ${v.chainId}`}`.execute(
-    db,
-  );
+    WHERE registry = ANY(${v.registries}::text[]) AND chain_id = ${chain}`.execute(db);
 }
 
 /** The cursors of these registries on the chain indexed last (the one CHAIN_RPC_URL points at). */
@@ -354,7 +361,7 @@ export async function feedbackFor(
         AND s.owner = i.owner AND (s.agent_wallet = f.client OR s.owner = f.client)) AS client_sibling,
       (f.proof_of_payment IS NOT NULL AND EXISTS (
         SELECT 1 FROM transactions t WHERE t.agent = f.client AND t.tx_hash = f.proof_of_payment->>'txHash'
-          AND t.counterparty = f.proof_of_payment->>'toAddress' AND ${counted})) AS payment_recorded
+          AND t.counterparty = f.proof_of_payment->>'toAddress' AND t.success AND ${counted})) AS payment_recorded
     FROM erc8004_feedback f
     JOIN erc8004_identities i ON i.chain_id = f.chain_id AND i.registry = ${v.identityRegistry} AND i.agent_id = f.agent_id
     LEFT JOIN agents c ON c.address = f.client

@@ -304,10 +304,15 @@ export function createErc8004Service({ db, clock, audit, chain, options, onAgent
         continue;
       }
       const hash = keccak256(answer.bytes).toLowerCase();
-      if (row.feedback_hash !== ZERO_HASH && hash !== row.feedback_hash) {
+      // A zero feedbackHash commits to nothing (only content-addressed URIs may omit it, and those
+      // are not read): the file's proof is not used (docs/checks.md "payment-backed").
+      if (hash !== row.feedback_hash) {
         await repo.storeFile(db, row, {
           status: 'hash_mismatch',
-          detail: `keccak256 of the file is ${hash}, not the feedbackHash`,
+          detail:
+            row.feedback_hash === ZERO_HASH
+              ? 'no feedbackHash commits to the file'
+              : `keccak256 of the file is ${hash}, not the feedbackHash`,
           proof: null,
           attempts,
           now,

@@ -8,6 +8,7 @@ import {
   type Hex,
   http,
   InternalRpcError,
+  keccak256,
   type PublicClient,
   TransactionNotFoundError,
   TransactionReceiptNotFoundError,
@@ -301,8 +302,19 @@ export function createChainReader(rpcUrl: string | undefined, timeoutMs: number)
             maxFeePerGas: fees.maxFeePerGas,
             maxPriorityFeePerGas: fees.maxPriorityFeePerGas,
           });
-          const hash = await client.sendRawTransaction({ serializedTransaction: signed });
-          return hash.toLowerCase();
+          // The transaction's hash is known before it is sent. A node that took it but did not
+          // answer in time has it: failing here (a 503, "nothing was done") would make the retry
+          // sign another with the next nonce, and the feedback would be given twice.
+          const local = keccak256(signed).toLowerCase();
+          try {
+            const hash = await client.sendRawTransaction({ serializedTransaction: signed });
+            return hash.toLowerCase();
+          } catch (error) {
+            const timedOut =
+              error instanceof BaseError && error.walk((e) => (e as Error)?.name === 'TimeoutError') !== null;
+            if (timedOut) return local;
+            throw error;
+          }
         } catch (error) {
           if (error instanceof ChainUnavailableError) throw error;
           throw unavailable(error);
