@@ -147,44 +147,53 @@ export function createAuditService({ db, clock }: AuditDeps) {
      * organization named that does not exist is no organization checked (0).
      */
     async verify(organizationId?: string): Promise<{ organizations: number; entries: number; broken: ChainBreak[] }> {
-      const heads = await repo.chains(db, organizationId);
-      const broken: ChainBreak[] = [];
-      let entries = 0;
-      for (const head of heads) {
-        let state = checkEntries([]).last;
-        let after = '0';
-        let failed: ChainBreak | null = null;
-        for (;;) {
-          const rows = await repo.chainPage(db, head.organization_id, after, PAGE);
-          entries += rows.length;
-          const checked = checkEntries(rows.map(toStored), state);
-          state = checked.last;
-          if (checked.broken) {
-            failed = checked.broken;
-            break;
-          }
-          const last = rows[rows.length - 1];
-          if (!last || rows.length < PAGE) break;
-          after = last.seq;
-        }
-        if (!failed && head.seq === null && state.seq !== 0n) {
-          failed = {
-            organizationId: head.organization_id,
-            seq: String(state.seq),
-            problem: `no head records the chain, which has ${state.seq} entries`,
-          };
-        } else if (!failed && head.seq !== null && (String(state.seq) !== head.seq || state.hash !== head.hash)) {
-          failed = {
-            organizationId: head.organization_id,
-            seq: head.seq,
-            problem: `the head records entry ${head.seq} but the log ends at ${state.seq}`,
-          };
-        }
-        if (failed) broken.push(failed);
-      }
-      return { organizations: heads.length, entries, broken };
+      // One snapshot for the heads and the log: an entry appended (and its head moved) while the
+      // walk runs is seen with its head or not at all, never as a log that runs past its head.
+      return db
+        .transaction()
+        .setIsolationLevel('repeatable read')
+        .execute((trx) => walk(trx, organizationId));
     },
   };
+
+  async function walk(executor: Kysely<DB>, organizationId?: string) {
+    const heads = await repo.chains(executor, organizationId);
+    const broken: ChainBreak[] = [];
+    let entries = 0;
+    for (const head of heads) {
+      let state = checkEntries([]).last;
+      let after = '0';
+      let failed: ChainBreak | null = null;
+      for (;;) {
+        const rows = await repo.chainPage(executor, head.organization_id, after, PAGE);
+        entries += rows.length;
+        const checked = checkEntries(rows.map(toStored), state);
+        state = checked.last;
+        if (checked.broken) {
+          failed = checked.broken;
+          break;
+        }
+        const last = rows[rows.length - 1];
+        if (!last || rows.length < PAGE) break;
+        after = last.seq;
+      }
+      if (!failed && head.seq === null && state.seq !== 0n) {
+        failed = {
+          organizationId: head.organization_id,
+          seq: String(state.seq),
+          problem: `no head records the chain, which has ${state.seq} entries`,
+        };
+      } else if (!failed && head.seq !== null && (String(state.seq) !== head.seq || state.hash !== head.hash)) {
+        failed = {
+          organizationId: head.organization_id,
+          seq: head.seq,
+          problem: `the head records entry ${head.seq} but the log ends at ${state.seq}`,
+        };
+      }
+      if (failed) broken.push(failed);
+    }
+    return { organizations: heads.length, entries, broken };
+  }
 }
 
 export type AuditService = ReturnType<typeof createAuditService>;
