@@ -14,7 +14,12 @@ const { values, positionals } = parseArgs({
   options: { date: { type: 'string' }, force: { type: 'boolean', default: false } },
 });
 const file = positionals[0];
-if (!file || (values.date && !/^\d{4}-\d{2}-\d{2}$/.test(values.date))) {
+/** A calendar date YYYY-MM-DD that exists (not empty, not 2026-02-30). */
+const isDate = (d: string) => {
+  const t = Date.parse(`${d}T00:00:00Z`);
+  return /^\d{4}-\d{2}-\d{2}$/.test(d) && !Number.isNaN(t) && new Date(t).toISOString().startsWith(d);
+};
+if (!file || (values.date !== undefined && !isDate(values.date))) {
   console.error('usage: npm run sanctions:import -- <sdn_advanced.xml> [--date YYYY-MM-DD] [--force]');
   process.exit(2);
 }
