@@ -113,10 +113,12 @@ export async function down(db: Kysely<unknown>): Promise<void> {
   await sql`ALTER TABLE budgets ADD CONSTRAINT budgets_pkey PRIMARY KEY (agent)`.execute(db);
   await sql`ALTER TABLE agents DROP COLUMN organization_id`.execute(db);
   await sql`DELETE FROM api_keys WHERE organization_id <> ${DEFAULT_ORGANIZATION}`.execute(db);
+  // `write` is spend + manage + score: only a key holding all three gets it back; a key with some
+  // of them (or `approve`) loses those rather than gain the others.
   await sql`UPDATE api_keys SET scopes = ARRAY(
       SELECT DISTINCT s FROM unnest(
         array_remove(array_remove(array_remove(array_remove(scopes, 'spend'), 'manage'), 'score'), 'approve') ||
-        CASE WHEN scopes && ARRAY['spend', 'manage', 'score', 'approve'] THEN ARRAY['write'] ELSE ARRAY[]::text[] END
+        CASE WHEN scopes @> ARRAY['spend', 'manage', 'score'] THEN ARRAY['write'] ELSE ARRAY[]::text[] END
       ) AS s ORDER BY s)`.execute(db);
   await sql`ALTER TABLE api_keys DROP COLUMN organization_id`.execute(db);
   await db.schema.dropTable('organizations').ifExists().execute();
