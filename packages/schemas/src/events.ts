@@ -239,8 +239,12 @@ const webhookUrl = z
       ctx.addIssue({ code: 'custom', message: 'must be an http or https URL' });
     } else if (url.username || url.password) {
       ctx.addIssue({ code: 'custom', message: 'must not carry credentials' });
-    } else if (url.hash) {
+    } else if (url.href.includes('#')) {
+      // An empty fragment (`…#`) has no `hash`, but is kept in the parsed form all the same.
       ctx.addIssue({ code: 'custom', message: 'must not have a fragment' });
+    } else if (url.href.length > 2048) {
+      // The limit is on the form kept and requested (percent-encoding may triple what was written).
+      ctx.addIssue({ code: 'custom', message: 'must be at most 2048 characters once parsed' });
     }
   })
   // Kept and shown as it is parsed and requested (spaces and tabs gone, scheme and host in lower

@@ -333,21 +333,31 @@ export const REPLAY_MAX = 10_000;
 export async function replay(
   db: Executor,
   v: { organizationId: string; webhookId: string; eventTypes: string[]; since: Date; until: Date | null; now: Date },
-): Promise<{ events: number; skipped: number; deliveries: Array<{ id: string; run: number }>; last: Date | null }> {
+): Promise<{
+  events: number;
+  more: boolean;
+  skipped: number;
+  deliveries: Array<{ id: string; run: number }>;
+  last: Date | null;
+}> {
   const inRange = sql`organization_id = ${v.organizationId} AND created_at >= ${v.since}
         ${v.until ? sql`AND created_at < ${v.until}` : sql``}
         AND type = ANY (${v.eventTypes}::text[])`;
   const deliveryOf = sql`SELECT d.status FROM webhook_deliveries d WHERE d.webhook_id = ${v.webhookId} AND d.event_id = e.id`;
   const result = await sql<{
     events: number;
+    more: boolean;
     skipped: number;
     deliveries: Array<{ id: string; run: number }> | null;
     last: Date | null;
   }>`
-    WITH ev AS (
+    WITH candidates AS (
+      -- One more than a call sends: whether more remain after this call.
       SELECT e.id, e.txid, e.created_at FROM events e
       WHERE ${inRange} AND coalesce((${deliveryOf}), 'failed') = 'failed'
-      ORDER BY e.created_at, e.id LIMIT ${REPLAY_MAX}
+      ORDER BY e.created_at, e.id LIMIT ${REPLAY_MAX + 1}
+    ), ev AS (
+      SELECT * FROM candidates ORDER BY created_at, id LIMIT ${REPLAY_MAX}
     ), sent AS (
       INSERT INTO webhook_deliveries (organization_id, webhook_id, event_id, next_attempt_at, created_at)
       SELECT ${v.organizationId}, ${v.webhookId}, ev.id, ${v.now}::timestamptz, ${v.now}::timestamptz FROM ev
@@ -361,13 +371,14 @@ export async function replay(
         WHERE webhook_deliveries.status = 'failed'
       RETURNING id, run
     )
-    SELECT (SELECT count(*)::int FROM ev) AS events,
+    SELECT (SELECT count(*)::int FROM ev) AS events, (SELECT count(*) > ${REPLAY_MAX} FROM candidates) AS more,
       (SELECT count(*)::int FROM events e WHERE ${inRange} AND (${deliveryOf}) <> 'failed') AS skipped,
       (SELECT json_agg(json_build_object('id', id::text, 'run', run) ORDER BY id) FROM sent) AS deliveries,
       (SELECT max(created_at) FROM ev) AS last`.execute(db);
   const row = result.rows[0];
   return {
     events: row?.events ?? 0,
+    more: row?.more ?? false,
     skipped: row?.skipped ?? 0,
     deliveries: row?.deliveries ?? [],
     last: row?.last ? new Date(row.last) : null,

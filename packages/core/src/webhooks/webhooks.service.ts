@@ -491,7 +491,7 @@ export function createWebhooksService({
         return result;
       });
       await enqueueAll(result.deliveries);
-      const complete = result.events < repo.REPLAY_MAX;
+      const complete = !result.more;
       return {
         queued: result.deliveries.length,
         skipped: result.skipped,
