@@ -1,5 +1,5 @@
 import type { AgentRow, DB, Kysely } from '@vouch/db';
-import type { Agent, ListQuery, RegisterInput, ScoreHistoryQuery, SetScoreInput } from '@vouch/schemas';
+import type { Agent, ListQuery, RegisterInput, ScoreHistoryQuery, SetScoreInput, SortOrder } from '@vouch/schemas';
 import type { AuditService } from '../audit/audit.service.ts';
 import type { ReadCache } from '../cache/read-cache.ts';
 import type { EventsService } from '../events/events.service.ts';
@@ -63,26 +63,28 @@ export function toAgent(
   };
 }
 
-function encodeCursor(cursor: repo.ListCursor): string {
-  return Buffer.from(JSON.stringify([cursor.key, cursor.address])).toString('base64url');
+/** A list cursor names its sort order: a cursor of one order is refused under another. */
+function encodeCursor(sort: SortOrder, cursor: repo.ListCursor): string {
+  return Buffer.from(JSON.stringify([sort, cursor.key, cursor.address])).toString('base64url');
 }
 
 /** The furthest time from 1970 a JavaScript Date holds, in ms. */
 const MAX_DATE_MS = 8.64e15;
 
-function decodeCursor(cursor: string): repo.ListCursor {
+function decodeCursor(cursor: string, sort: SortOrder): repo.ListCursor {
   try {
     const parsed: unknown = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8'));
     if (
       Array.isArray(parsed) &&
-      parsed.length === 2 &&
-      Number.isSafeInteger(parsed[0]) &&
+      parsed.length === 3 &&
+      parsed[0] === sort &&
+      Number.isSafeInteger(parsed[1]) &&
       // A score, or a time in ms that a Date can hold (±8.64e15): another would fail as a parameter.
-      Math.abs(parsed[0]) <= MAX_DATE_MS &&
-      typeof parsed[1] === 'string' &&
-      /^0x[0-9a-f]{40}$/.test(parsed[1])
+      (sort === 'recent' ? Math.abs(parsed[1]) <= MAX_DATE_MS : parsed[1] >= 0 && parsed[1] <= 1000) &&
+      typeof parsed[2] === 'string' &&
+      /^0x[0-9a-f]{40}$/.test(parsed[2])
     ) {
-      return { key: parsed[0], address: parsed[1] };
+      return { key: parsed[1], address: parsed[2] };
     }
   } catch {
     // fall through to the validation error
@@ -274,7 +276,7 @@ export function createAgentsService({
         minScore = Math.max(minScore, range.min);
         maxScore = Math.min(maxScore, range.max);
       }
-      const after = query.cursor === undefined ? null : decodeCursor(query.cursor);
+      const after = query.cursor === undefined ? null : decodeCursor(query.cursor, query.sort);
       const { rows, total } = await repo.listAgents(
         db,
         { minScore, maxScore, registered: query.registered },
@@ -286,7 +288,7 @@ export function createAgentsService({
       const last = shown[shown.length - 1];
       const nextCursor =
         rows.length > query.limit && last
-          ? encodeCursor({
+          ? encodeCursor(query.sort, {
               key: query.sort === 'recent' ? last.updated_at.getTime() : last.score,
               address: last.address,
             })
