@@ -126,6 +126,7 @@ export function createServices(deps: CoreDeps) {
     scores,
     audit,
     chunkSize: deps.recomputeChunkSize,
+    cache: deps.cache,
     refreshDelayMs: deps.refreshDelayMs,
     onRefreshError: (error, agent) => deps.onBackgroundError?.(error, { job: 'scores.refresh-agent', agent }),
   });

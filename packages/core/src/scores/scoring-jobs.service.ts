@@ -1,5 +1,6 @@
 import { type JobInfo, type JobRunner, jobs, type RunOutcome } from '@vouch/jobs';
 import type { AuditService } from '../audit/audit.service.ts';
+import type { ReadCache } from '../cache/read-cache.ts';
 import type { Actor } from '../shared/actor.ts';
 import { DomainError, ForbiddenError, ValidationError } from '../shared/errors.ts';
 import type { BatchEntry, ScoresService } from './scores.service.ts';
@@ -15,6 +16,8 @@ export interface ScoringJobsDeps {
   onRefreshError?: (error: unknown, agent: string) => void;
   /** How often refreshes that could not be queued are tried again. */
   refreshRetryMs?: number;
+  /** This process's read cache: a batch it answered is seen by its next read (docs/cache.md). */
+  cache?: ReadCache | undefined;
 }
 
 /** Refreshes held for a retry while the queue is unreachable; beyond this a recomputation catches up. */
@@ -35,6 +38,7 @@ export function createScoringJobs({
   refreshDelayMs = 1000,
   onRefreshError,
   refreshRetryMs = 1000,
+  cache,
 }: ScoringJobsDeps) {
   const enqueueRefresh = (agent: string) =>
     runner.enqueue(jobs.refreshAgent, { agent }, { dedupeId: `refresh:${agent}`, delayMs: refreshDelayMs });
@@ -96,7 +100,10 @@ export function createScoringJobs({
         score: values[i] as number,
         reason: reasons[i] as string,
       }));
-      return runner.run(jobs.batchScores, { entries, actor: jobActorOf(actor) });
+      const outcome = await runner.run(jobs.batchScores, { entries, actor: jobActorOf(actor) });
+      // Read your own write: the cached scores go before the answer does, not when the notification comes.
+      if (outcome.state === 'completed') for (const address of agents) cache?.invalidate('agents', address);
+      return outcome;
     },
 
     /** Recomputes the given agents (or all), split into chunk jobs under one parent job. */
@@ -111,7 +118,7 @@ export function createScoringJobs({
       for (let i = 0; i < addresses.length; i += chunkSize) {
         children.push({ job: jobs.recomputeChunk, payload: { agents: addresses.slice(i, i + chunkSize) } });
       }
-      return runner.runFlow(
+      const outcome = await runner.runFlow(
         jobs.recompute,
         { agents: addresses.length, chunks: children.length, organizationId: actor.organizationId },
         children,
@@ -126,6 +133,12 @@ export function createScoringJobs({
             }),
         },
       );
+      // Read your own write, as after a batch.
+      if (outcome.state === 'completed') {
+        if (input.all) cache?.invalidate('agents', '*');
+        else for (const address of addresses) cache?.invalidate('agents', address);
+      }
+      return outcome;
     },
 
     /** Schedules a deduplicated model refresh of one agent; never fails the caller (retried while the queue is away). */
