@@ -34,6 +34,16 @@ describe.runIf(inject('testDbMode') === 'postgres')('npm run sanctions:import', 
     expect(await active()).toMatchObject({ snapshot_date: '2024-09-27', entries: 156 });
   }, 60_000);
 
+  it.each([['--date='], ['--date=2026-02-30'], ['--date=2026-13-45']])(
+    'refuses %s, a date that is no date, with the usage (exit 2), changing nothing',
+    async (date) => {
+      const result = run(['test/fixtures/sdn_advanced_small.xml', '--force', date]);
+      expect([result.status, result.stderr.includes('usage')], result.stdout).toEqual([2, true]);
+      expect(await active()).toMatchObject({ snapshot_date: '2024-09-27', entries: 156 });
+    },
+    60_000,
+  );
+
   it('imports the XML as the active snapshot with --force and prints what changed', async () => {
     const result = run(['test/fixtures/sdn_advanced_small.xml', '--force']);
     expect(result.status, result.stderr).toBe(0);

@@ -806,9 +806,12 @@ describe.runIf(inject('testDbMode') === 'postgres')('an attempt stored while the
   });
 });
 
-describe('a replay of a second holding more than one call’s events', () => {
-  it('goes on from the `until` it answers until every event is queued', async () => {
-    // Deliveries are queued, not sent: what is checked is what the replays queue.
+describe('a replay of a second holding one call’s events, or more', () => {
+  /**
+   * An endpoint of score.changed and `events` of them written in one second (as a recomputation
+   * writes them); deliveries are queued, not sent: what is checked is what the replays queue.
+   */
+  async function withEvents(events: number, run: (ctx: TestContext, id: string, since: number) => Promise<void>) {
     const ctx = await createTestApp({
       start: '2026-03-15T12:00:00Z',
       env: { WEBHOOK_ALLOW_PRIVATE_TARGETS: 'on', WEBHOOK_SWEEP_INTERVAL_MS: '3600000' },
@@ -820,12 +823,19 @@ describe('a replay of a second holding more than one call’s events', () => {
         eventTypes: ['score.changed'],
       });
       expect(res.statusCode, res.body).toBe(201);
-      const id = res.json().data.id as string;
-      // One more than a call replays, all written in one second (as a recomputation writes them).
       await sql`INSERT INTO events (organization_id, type, agent, data, created_at)
         SELECT 'default', 'score.changed', NULL, '{}', '2026-03-15T11:00:00.500Z'::timestamptz
-        FROM generate_series(1, 10001)`.execute(ctx.database.db);
-      let since = Date.parse('2026-03-15T10:00:00Z') / 1000;
+        FROM generate_series(1, ${events}::int)`.execute(ctx.database.db);
+      await run(ctx, res.json().data.id as string, Date.parse('2026-03-15T10:00:00Z') / 1000);
+    } finally {
+      await ctx.close();
+    }
+  }
+
+  it('goes on from the `until` it answers until every event is queued', async () => {
+    // One more than a call replays.
+    await withEvents(10_001, async (ctx, id, start) => {
+      let since = start;
       const answers = [];
       for (let call = 0; call < 3; call++) {
         const r = await post(ctx.app, `/api/webhooks/${id}/replay`, { since, until: since + 7200 });
@@ -842,9 +852,16 @@ describe('a replay of a second holding more than one call’s events', () => {
       const { rows } = await sql<{ n: number }>`
         SELECT count(*)::int AS n FROM webhook_deliveries WHERE webhook_id = ${id}`.execute(ctx.database.db);
       expect(rows[0]?.n).toBe(10_001);
-    } finally {
-      await ctx.close();
-    }
+    });
+  });
+
+  it('of exactly one call’s events says it is complete, with the range’s own end as `until`', async () => {
+    // `complete: false` is "more than 10,000 events of the range were to be sent; replay from `until`".
+    await withEvents(10_000, async (ctx, id, since) => {
+      const r = await post(ctx.app, `/api/webhooks/${id}/replay`, { since, until: since + 7200 });
+      expect(r.statusCode, r.body).toBe(202);
+      expect(r.json().data).toEqual({ queued: 10_000, skipped: 0, complete: true, until: since + 7200 });
+    });
   });
 });
 
