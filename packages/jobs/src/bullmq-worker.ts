@@ -1,7 +1,7 @@
 import { DelayedError, type Job, UnrecoverableError, Worker } from 'bullmq';
 import type { Logger } from 'pino';
 import { blockingConnection } from './bullmq.ts';
-import { encodeJobError } from './errors.ts';
+import { DEPENDENCY_UNAVAILABLE, encodeJobError } from './errors.ts';
 import type { Executor } from './executor.ts';
 import { jobsByName, jobsOfQueue, type QueueName } from './registry.ts';
 
@@ -76,9 +76,7 @@ export function startBullmqWorkers(options: BullmqWorkersOptions) {
             // As the in-process runner's waiting caller gets the error itself (a 503), the
             // producer must tell a dependency that was away or busy from a job that is wrong.
             if (outcome.kind === 'failed' && outcome.dependency) {
-              throw new Error(
-                encodeJobError({ code: 'SERVICE_UNAVAILABLE', message: 'a dependency is unavailable; retry shortly' }),
-              );
+              throw new Error(encodeJobError(DEPENDENCY_UNAVAILABLE));
             }
             throw outcome.cause;
         }

@@ -20,6 +20,12 @@ export function decodeJobError(reason: string | undefined): EncodedJobError | nu
   }
 }
 
+/** How a job whose last attempt met a dependency away or busy (the database) ends, on either transport: a 503. */
+export const DEPENDENCY_UNAVAILABLE: EncodedJobError = {
+  code: 'SERVICE_UNAVAILABLE',
+  message: 'a dependency is unavailable; retry shortly',
+};
+
 /** The job system cannot be reached (Redis down); callers answer 503. */
 export class JobsUnavailableError extends Error {
   readonly code = 'SERVICE_UNAVAILABLE';

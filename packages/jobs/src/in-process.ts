@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { DomainJobError, JobFailedError } from './errors.ts';
+import { DEPENDENCY_UNAVAILABLE, DomainJobError, JobFailedError } from './errors.ts';
 import type { Executor } from './executor.ts';
 import { type AnyJob, assertAwaited, type PayloadOf, type QueueName, queueNames, type ResultOf } from './registry.ts';
 import {
@@ -181,7 +181,7 @@ export function createInProcessRunner(options: InProcessOptions): JobRunner {
             record,
             null,
             outcome.dependency
-              ? { code: 'SERVICE_UNAVAILABLE', message: 'a dependency is unavailable; retry shortly' }
+              ? DEPENDENCY_UNAVAILABLE
               : {
                   code: 'INTERNAL_ERROR',
                   message: outcome.cause instanceof Error ? outcome.cause.message : String(outcome.cause),
