@@ -599,6 +599,24 @@ describe('holds and approvals', () => {
     expect((await get(t.app, `/api/approvals/${approvalId}`)).json().data.status).toBe('redeemed');
   });
 
+  it('a grant is bound to the category the approver saw: another category, or none, is another payment', async () => {
+    const { agent, cp } = await reviewsAbove200();
+    const review = await decideOk({ agent, amount: '500', counterparty: cp, category: 'travel' });
+    expect(review.decision).toBe('review');
+    const approvalId = review.approvalId as string;
+    expect((await get(t.app, `/api/approvals/${approvalId}`)).json().data.category).toBe('travel');
+    expect((await post(t.app, `/api/approvals/${approvalId}/approve`, {})).statusCode).toBe(200);
+
+    for (const category of ['gambling', undefined]) {
+      const other = await decideOk({ agent, amount: '500', counterparty: cp, approvalId, category });
+      expect([other.decision, codes(other)]).toEqual(['deny', ['APPROVAL_INVALID', 'POLICY_REVIEW']]);
+      expect(other.reasons.find((r) => r.code === 'APPROVAL_INVALID')?.detail).toContain('category');
+    }
+    expect((await get(t.app, `/api/approvals/${approvalId}`)).json().data.status).toBe('approved');
+    const redeemed = await decideOk({ agent, amount: '500', counterparty: cp, approvalId, category: 'travel' });
+    expect([redeemed.decision, codes(redeemed)]).toEqual(['allow', ['POLICY_REVIEW', 'APPROVAL_REDEEMED']]);
+  });
+
   it('a grant whose hold was captured is used up; one whose hold was voided reserves a new hold', async () => {
     const { agent, cp } = await reviewsAbove200();
     const approvedReview = async () => {

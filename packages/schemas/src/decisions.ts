@@ -162,7 +162,9 @@ export const decisionBody = z
       .string()
       .regex(/^[1-9]\d{0,17}$/)
       .optional()
-      .meta({ description: 'Redeem an approved review: one time, same agent, counterparty, amount and asset' }),
+      .meta({
+        description: 'Redeem an approved review: one time, same agent, counterparty, amount, asset and category',
+      }),
   })
   .meta({ id: 'DecisionRequest' });
 export type DecisionInput = z.infer<typeof decisionBody>;

@@ -286,6 +286,7 @@ export interface GrantRequest {
   amount: string;
   asset: string;
   counterparty: string | null;
+  category: string | null;
   now: Date;
 }
 
@@ -295,12 +296,13 @@ function grants(alias: string, g: GrantRequest) {
   return sql<boolean>`${column('organization_id')} = ${g.organizationId} AND ${column('id')} = ${g.id}::bigint
     AND ${column('status')} = 'approved' AND ${column('expires_at')} > ${g.now}
     AND ${column('agent')} = ${g.agent} AND ${column('amount')} = ${g.amount}::numeric AND ${column('asset')} = ${g.asset}
-    AND ${column('counterparty')} IS NOT DISTINCT FROM ${g.counterparty}`;
+    AND ${column('counterparty')} IS NOT DISTINCT FROM ${g.counterparty}
+    AND ${column('category')} IS NOT DISTINCT FROM ${g.category}`;
 }
 
 /**
  * Redeems an approved grant, once, for exactly what it was granted for: agent, counterparty,
- * amount and asset. Nothing when it is not approved, has expired, or is for something else.
+ * amount, asset and category. Nothing when it is not approved, has expired, or is for something else.
  */
 export function redeemApproval(db: Executor, g: GrantRequest): Promise<ApprovalRow | undefined> {
   return db
@@ -314,7 +316,7 @@ export function redeemApproval(db: Executor, g: GrantRequest): Promise<ApprovalR
 
 /**
  * The hold reserved for a grant this payment can redeem (approved, unexpired, for exactly this
- * agent, counterparty, amount and asset), while it is held and unexpired; nothing otherwise.
+ * agent, counterparty, amount, asset and category), while it is held and unexpired; nothing otherwise.
  */
 export function grantHold(
   db: Executor,

@@ -154,10 +154,11 @@ export function createDecisionsService(deps: DecisionsDeps) {
       a.agent === input.agent &&
       a.amount === input.amount &&
       a.asset === asset &&
-      a.counterparty === (input.counterparty ?? null);
+      a.counterparty === (input.counterparty ?? null) &&
+      a.category === (input.category ?? null);
     return bound
       ? `approval ${id} was taken by another decision`
-      : `approval ${id} was granted for another payment (agent, counterparty, amount and asset must match)`;
+      : `approval ${id} was granted for another payment (agent, counterparty, amount, asset and category must match)`;
   }
 
   const service = {
@@ -206,6 +207,7 @@ export function createDecisionsService(deps: DecisionsDeps) {
               amount: input.amount,
               asset,
               counterparty,
+              category: input.category ?? null,
               now,
             };
       const [standing, cpStanding, budget, policy, ownHold] = await Promise.all([
