@@ -35,7 +35,7 @@ import { NOISE_CORES, waitForQuiet } from './lib/quiet.ts';
 import { goalsTable, table, writeJson } from './lib/report.ts';
 import { summaryLine } from './lib/summary.ts';
 import { runCacheStaleness } from './scenarios/cache-staleness.ts';
-import { runHop, runHttpHop } from './scenarios/hops.ts';
+import { runCommitHop, runHop, runHttpHop } from './scenarios/hops.ts';
 import { runEventsOnOff, runHealth, runP1, runP2, runP3, runP4, runP8 } from './scenarios/http.ts';
 import { joinHalves, runRecompute } from './scenarios/recompute.ts';
 import { runSpendDirect } from './scenarios/spend-direct.ts';
@@ -199,6 +199,7 @@ async function main() {
   if (worker1) await step(ctx, 'P4', () => runP4(ctx, apiA as RunningApi));
   await step(ctx, 'X-verify-direct', () => runVerifyDirect(ctx));
   await step(ctx, 'X-hop-postgres', () => runHop(ctx, 'postgres'));
+  await step(ctx, 'X-commit-postgres', () => runCommitHop(ctx));
   await step(ctx, 'X-hop-redis', () => runHop(ctx, 'redis'));
   await step(ctx, 'X-hop-http', () => runHttpHop(ctx, apiA as RunningApi));
   if (worker1) {
@@ -313,6 +314,7 @@ async function main() {
       'X-verify-direct': `1 at a time, alternating between two pools of ${pool}`,
       'X-spend-direct': `1 at a time, alternating between two runtimes on a pool of ${pool}`,
       'X-hop-postgres': 1,
+      'X-commit-postgres': 1,
       'X-hop-redis': 1,
       'X-hop-http': 1,
       'X-P2-uncoalesced': C,

@@ -19,6 +19,9 @@ export function summaryLine(s: Record<string, unknown>): string {
   const off = (s.off as { latency?: LatencySummary } | undefined)?.latency;
   if (off && off.count > 0)
     parts.push(`with EVENTS=off p50 ${ms(off.p50)}, p99 ${ms(off.p99)} (events add ${ms(Number(s.addedMs))} at p50)`);
+  const asyncCommit = (s.asyncCommit as { latency?: LatencySummary } | undefined)?.latency;
+  if (asyncCommit && asyncCommit.count > 0)
+    parts.push(`with synchronous_commit=off p50 ${ms(asyncCommit.p50)}, p99 ${ms(asyncCommit.p99)}`);
   const bare = (s.bareFastify as { latency?: LatencySummary } | undefined)?.latency;
   if (bare && bare.count > 0) parts.push(`bare Fastify p50 ${ms(bare.p50)}, p99 ${ms(bare.p99)}`);
   const staleness = s.staleness as LatencySummary | undefined;

@@ -44,6 +44,56 @@ export async function runHop(ctx: Context, target: 'postgres' | 'redis') {
 }
 
 /**
+ * Extra, for P4, P3 and P9: one one-row `INSERT` committed on its own by a plain `pg` client, one at
+ * a time, paced like P4, calls alternating between a client with `synchronous_commit` on (what every
+ * Vouch write does: the answer waits for the WAL to reach the disk) and one with it off. The
+ * difference is what this machine's disk flush adds to a write at that pace: a verification pays it
+ * once (P4), and a spend on a hot budget pays it while it holds the budget's row (P3, P9).
+ */
+export async function runCommitHop(ctx: Context) {
+  const connect = async (synchronousCommit: 'on' | 'off') => {
+    const client = new pg.Client({
+      connectionString: ctx.dbUrl,
+      application_name: 'vouch-bench-commit',
+      options: `-c synchronous_commit=${synchronousCommit}`,
+    });
+    await client.connect();
+    return client;
+  };
+  const clients = [await connect('on'), await connect('off')] as const;
+  try {
+    await clients[0].query(
+      'CREATE TABLE IF NOT EXISTS bench_commit_probe (id bigserial PRIMARY KEY, at timestamptz NOT NULL DEFAULT now())',
+    );
+    let recorders = [new LatencyRecorder(), new LatencyRecorder()] as const;
+    const op = async (i: number) => {
+      const k = (i % 2) as 0 | 1;
+      const t0 = performance.now();
+      await clients[k].query('INSERT INTO bench_commit_probe DEFAULT VALUES');
+      recorders[k].record(performance.now() - t0);
+    };
+    const { profile } = ctx;
+    await warmUpPaced(profile, op);
+    recorders = [new LatencyRecorder(), new LatencyRecorder()];
+    const { result, cpu } = await withCpu(ctx, () =>
+      paced({ ratePerSec: profile.pacedRate, count: profile.pacedCount, op }),
+    );
+    if (result.errors) throw new Error(`commit hop: ${result.errors} errors, first: ${result.firstError}`);
+    return {
+      what: 'a one-row INSERT committed on its own by a plain pg client, one at a time, paced like P4, alternating between synchronous_commit on (latency: the answer waits for the disk) and off (asyncCommit)',
+      ratePerSec: profile.pacedRate,
+      ...result,
+      ops: recorders[0].count,
+      latency: recorders[0].summary(),
+      asyncCommit: { ops: recorders[1].count, latency: recorders[1].summary() },
+      cpu,
+    };
+  } finally {
+    await Promise.all(clients.map((client) => client.end()));
+  }
+}
+
+/**
  * The HTTP hop: `GET /health` on the API and `GET /hello` on B1's bare Fastify server (started
  * again for this), one at a time, paced like P4, calls alternating between the two so both are
  * measured at the same moments. `latency` is the API's, `bareFastify.latency` B1's: what a
