@@ -45,7 +45,9 @@ export async function idempotent<T>(
       organizationId: actorOf(request).organizationId,
       scope,
       key,
-      request: { params: request.params, body: request.body },
+      // A write without fields takes no body, `null` or `{}` as one request (docs/api.md): a retry
+      // sent by another client library must replay, not be refused as another request.
+      request: { params: request.params, body: request.body ?? {} },
     },
     statusOf,
     (trx) => work(trx, (effect) => effects.push(effect)),

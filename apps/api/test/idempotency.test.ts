@@ -1,6 +1,6 @@
 import { DomainError, ServiceUnavailableError } from '@vouch/core';
 import { sql } from '@vouch/db';
-import { createTestApp, type TestContext } from '@vouch/testkit';
+import { createAgentWithBudget, createTestApp, post, type TestContext } from '@vouch/testkit';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { idempotent } from '../src/idempotency.ts';
@@ -60,5 +60,36 @@ describe('the work under an Idempotency-Key', () => {
     await expect(run('probe-refused', () => ({}))).rejects.toMatchObject({ code: 'BUDGET_EXCEEDED' });
     expect(await run('probe-ok', () => ({ done: false }))).toMatchObject({ data: { done: true } });
     expect(ran).toEqual(['probe-ok', 'probe-refused']);
+  });
+});
+
+describe('a write without fields under an Idempotency-Key', () => {
+  it('is one request with no body, a null one or `{}`: the retry replays whichever the first sent', async () => {
+    const agent = await createAgentWithBudget(t.app, { dailyLimit: '100', monthlyLimit: '100' });
+    const hold = async () => (await post(t.app, `/api/budgets/${agent}/authorizations`, { amount: '10' })).json().data;
+    const send = (url: string, key: string, payload?: unknown) =>
+      t.app.inject({
+        method: 'POST',
+        url,
+        headers: { 'idempotency-key': key, ...(payload !== undefined && { 'content-type': 'application/json' }) },
+        ...(payload !== undefined && { payload: JSON.stringify(payload) }),
+      });
+    const voided = `/api/budgets/${agent}/authorizations/${(await hold()).authorizationId}/void`;
+    const captured = `/api/budgets/${agent}/authorizations/${(await hold()).authorizationId}/capture`;
+    for (const [url, key, first, retry] of [
+      [voided, 'bodiless-void', undefined, {}],
+      [captured, 'bodiless-capture', {}, null],
+    ] as const) {
+      const answered = await send(url, key, first);
+      expect(answered.statusCode, answered.body).toBe(200);
+      const replayed = await send(url, key, retry);
+      expect([replayed.statusCode, replayed.headers['idempotency-replayed']], replayed.body).toEqual([200, 'true']);
+      expect(replayed.json()).toEqual(answered.json());
+    }
+    const spendId: string = (await send(captured, 'bodiless-capture', {})).json().data.spendId;
+    const refund = `/api/budgets/${agent}/spends/${spendId}/refund`;
+    expect((await send(refund, 'bodiless-refund')).statusCode).toBe(201);
+    const again = await send(refund, 'bodiless-refund', {});
+    expect([again.statusCode, again.headers['idempotency-replayed']], again.body).toEqual([201, 'true']);
   });
 });
