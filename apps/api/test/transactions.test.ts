@@ -161,6 +161,23 @@ describe('self-reported times', () => {
     expect(skewed.statusCode).toBe(201);
   });
 
+  it('stores nothing under an Idempotency-Key either: the same request sent once the clock caught up is recorded', async () => {
+    const agent = await createAgent(t.app);
+    const body = { agent, txHash: randomTxHash(), amount: '1', type: 0, timestamp: now() + 302 };
+    const headers = { 'idempotency-key': `ahead-${agent}` };
+    expect((await post(t.app, '/api/transactions/record', body, headers)).statusCode).toBe(400);
+    const kept = await t.database.db
+      .selectFrom('idempotency_keys')
+      .select('key')
+      .where('key', '=', headers['idempotency-key'])
+      .execute();
+    expect(kept).toEqual([]);
+    t.clock.advance(5000);
+    const retried = await post(t.app, '/api/transactions/record', body, headers);
+    expect([retried.statusCode, retried.headers['idempotency-replayed']], retried.body).toEqual([201, undefined]);
+    expect(await txCount(agent)).toBe(1);
+  });
+
   it('accepts a transaction dated before the agent was first seen, and marks it', async () => {
     const agent = await createAgent(t.app);
     const before = await record(agent, { timestamp: now() - 86_400 });

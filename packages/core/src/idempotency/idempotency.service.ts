@@ -71,8 +71,11 @@ export function createIdempotencyService({ db, clock }: { db: Kysely<DB>; clock:
           outcome = { statusCode: statusOf(value), ok: true, data: value };
         } catch (error) {
           // A domain refusal is an answer too (a refused spend stays in the ledger); a dependency
-          // that is away (503) is not: nothing is kept, and a retry under the key runs again.
-          if (!(error instanceof DomainError) || error.code === 'SERVICE_UNAVAILABLE') throw error;
+          // that is away (503) is not: nothing is kept, and a retry under the key runs again. Nor
+          // is bad input (400), refused before anything was done as the schema refuses it: a
+          // timestamp ahead of the clock is not ahead any more when the same request comes again.
+          if (!(error instanceof DomainError) || error.code === 'SERVICE_UNAVAILABLE' || error.status === 400)
+            throw error;
           outcome = {
             statusCode: error.status,
             ok: false,
