@@ -118,32 +118,39 @@ export function createMetrics(options: MetricsOptions = {}): Metrics {
     // Durations of jobs that finished since the previous scrape (processing time, finishedOn − processedOn).
     const since = new Map<string, number>();
     const start = Date.now();
+    let sampling: Promise<void> | undefined;
+    const sample = (histogram: Histogram<'queue' | 'state'>) =>
+      Promise.all(
+        queues.flatMap((queue) =>
+          (['completed', 'failed'] as const).map(async (state) => {
+            const mark = `${queue.name}:${state}`;
+            const after = since.get(mark) ?? start;
+            const jobs = await withTimeout(queue.getJobs([state], 0, SAMPLE_PAGE - 1, false), COLLECT_TIMEOUT_MS).catch(
+              () => [],
+            );
+            let newest = after;
+            for (const job of jobs) {
+              if (!job?.finishedOn || !job.processedOn || job.finishedOn <= after) continue;
+              histogram.observe({ queue: queue.name, state }, (job.finishedOn - job.processedOn) / 1000);
+              newest = Math.max(newest, job.finishedOn);
+            }
+            since.set(mark, newest);
+          }),
+        ),
+      ).then(() => undefined);
     new Histogram({
       name: 'vouch_job_duration_seconds',
       help: 'Processing time of finished jobs by queue and outcome, sampled from Redis at scrape time',
       labelNames: ['queue', 'state'] as const,
       buckets: [0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300],
       registers,
-      async collect() {
-        await Promise.all(
-          queues.flatMap((queue) =>
-            (['completed', 'failed'] as const).map(async (state) => {
-              const mark = `${queue.name}:${state}`;
-              const after = since.get(mark) ?? start;
-              const jobs = await withTimeout(
-                queue.getJobs([state], 0, SAMPLE_PAGE - 1, false),
-                COLLECT_TIMEOUT_MS,
-              ).catch(() => []);
-              let newest = after;
-              for (const job of jobs) {
-                if (!job?.finishedOn || !job.processedOn || job.finishedOn <= after) continue;
-                this.observe({ queue: queue.name, state }, (job.finishedOn - job.processedOn) / 1000);
-                newest = Math.max(newest, job.finishedOn);
-              }
-              since.set(mark, newest);
-            }),
-          ),
-        );
+      collect() {
+        // Scrapes at once (a pair of Prometheus servers) share one pass: each would otherwise read
+        // the same marks and observe the same jobs again.
+        sampling ??= sample(this).finally(() => {
+          sampling = undefined;
+        });
+        return sampling;
       },
     });
   }

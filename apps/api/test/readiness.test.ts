@@ -97,6 +97,20 @@ describe('readiness, job metrics and the dashboard with BullMQ on a disposable R
     expect(again.body).toContain('vouch_job_duration_seconds_count{queue="scores",state="completed"} 1');
   });
 
+  it('counts a finished job once when two scrapes run at once', async () => {
+    const completed = async () => {
+      const text = (await t.app.inject({ method: 'GET', url: '/metrics' })).body;
+      const line = /vouch_job_duration_seconds_count\{queue="scores",state="completed"\} (\d+)/.exec(text);
+      return Number(line?.[1]);
+    };
+    const before = await completed();
+    const batch = await registerAndBatch(650);
+    expect(batch.statusCode, batch.body).toBe(200);
+    // Two Prometheus servers of a pair scrape the same target at the same moment.
+    await Promise.all([completed(), completed()]);
+    expect(await completed()).toBe(before + 1);
+  });
+
   it('serves the queue dashboard to the admin scope only, with a browser login prompt', async () => {
     const none = await t.app.inject({ method: 'GET', url: '/admin/queues' });
     expect(none.statusCode).toBe(401);
