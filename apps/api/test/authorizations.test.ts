@@ -459,6 +459,29 @@ describe('ledger reads', () => {
     expect(next.transactions.map((x: { amount: string }) => x.amount)).toEqual(['1']);
     expect((await get(t.app, `/api/transactions/0x${'8'.repeat(40)}`)).statusCode).toBe(404);
   });
+
+  it('refuses a cursor it did not give out, even one that decodes to the id of one it did', async () => {
+    const agent = await createAgentWithBudget(t.app, limits);
+    for (const amount of ['1', '2', '3']) {
+      await recordTx(t.app, agent, { amount });
+      await post(t.app, `/api/budgets/${agent}/spend`, { amount });
+      await post(t.app, `/api/agents/${agent}/score`, { score: Number(amount), reason: '0x01' });
+    }
+    for (const url of [
+      `/api/transactions/${agent}`,
+      `/api/budgets/${agent}/spends`,
+      `/api/agents/${agent}/score-history`,
+    ]) {
+      const cursor: string = (await get(t.app, `${url}?limit=1`)).json().data.nextCursor;
+      expect((await get(t.app, `${url}?limit=1&cursor=${cursor}`)).statusCode, `${url} ${cursor}`).toBe(200);
+      // Padded, with a character base64url has no use for, with a space: other strings, not this cursor.
+      for (const other of [`${cursor}%3D%3D`, `${cursor}.`, `%20${cursor}`, `${cursor}%24`]) {
+        const res = await get(t.app, `${url}?limit=1&cursor=${other}`);
+        expect(res.statusCode, `${url} ${other}`).toBe(400);
+        expect(res.json().error.details).toEqual([{ path: 'querystring.cursor', message: expect.any(String) }]);
+      }
+    }
+  });
 });
 
 describe('under concurrency', () => {

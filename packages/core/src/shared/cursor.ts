@@ -8,7 +8,8 @@ export function idCursor(id: string): string {
 /** The id a cursor of `idCursor` carries; anything else is a 400 naming the parameter. */
 export function idFromCursor(cursor: string): string {
   const id = Buffer.from(cursor, 'base64url').toString('utf8');
-  if (/^[1-9]\d{0,17}$/.test(id)) return id; // within bigint
+  // The decoder skips what is not base64url (padding, dots, spaces): only the exact text given out names the id.
+  if (/^[1-9]\d{0,17}$/.test(id) && idCursor(id) === cursor) return id; // within bigint
   throw new ValidationError([{ path: 'querystring.cursor', message: 'is not a cursor this service issued' }]);
 }
 
