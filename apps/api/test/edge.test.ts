@@ -164,4 +164,19 @@ describe('/health, /ready and /metrics', () => {
       expect(line).toMatch(/^[a-zA-Z_:][a-zA-Z0-9_:]*(\{.*\})? (-?[0-9.e+-]+|NaN|[+-]Inf)$/);
     }
   });
+
+  it('/metrics counts the requests refused before routing too, as unmatched', async () => {
+    const count = async (pattern: RegExp) =>
+      Number(pattern.exec((await t.app.inject({ method: 'GET', url: '/metrics' })).body)?.[1] ?? 0);
+    const badUrl = /http_requests_total\{method="GET",route="unmatched",status="400"\} (\d+)/;
+    const before = await count(badUrl);
+    // A scanner's path-traversal probe (bad percent-encoding) and a parameter past the router's limit.
+    for (const url of ['/%c0%ae%c0%ae/etc/passwd%', `/api/agents/${'a'.repeat(120)}`]) {
+      const res = await t.app.inject({ method: 'GET', url });
+      expect(res.statusCode, url).toBe(400);
+    }
+    expect(await count(badUrl)).toBe(before + 2);
+    // Each under the one label: the URLs are not in it.
+    expect((await t.app.inject({ method: 'GET', url: '/metrics' })).body).not.toContain('passwd');
+  });
 });

@@ -25,6 +25,8 @@ const frameworkCodes: Record<string, { code: ErrorCode; message?: string }> = {
  * envelope; the URL is not echoed back.
  */
 export function frameworkErrors(error: FastifyError, request: FastifyRequest, reply: FastifyReply) {
+  // No hook runs for these, the metrics' included: an uncounted scanner's probes would go unseen.
+  request.server.observeUnrouted?.(request, reply);
   if (error.code === 'FST_ERR_BAD_URL') {
     return sendFailure(reply, request, 'VALIDATION_ERROR', 'the URL is not valid (bad percent-encoding)', [
       { path: 'url', message: 'bad percent-encoding' },
