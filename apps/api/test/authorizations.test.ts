@@ -281,6 +281,27 @@ describe('holds', () => {
     expect((await t.services.authorizations.expireDue()).map((e) => String(e.id))).not.toContain(h.authorizationId);
   });
 
+  it('expires at the second it answers, made at any fraction of a second: past it, not capturable', async () => {
+    t.clock.set('2026-03-10T12:30:00.600Z');
+    try {
+      const agent = await createAgentWithBudget(t.app, limits);
+      const made = t.clock.now.getTime();
+      const h = await held(agent, { amount: '100', expiresIn: 60 });
+      const url = `/api/budgets/${agent}/authorizations/${h.authorizationId}`;
+      t.clock.set(new Date(h.expiresAt * 1000 - 1));
+      expect((await get(t.app, url)).json().data.status).toBe('held');
+      t.clock.set(new Date(h.expiresAt * 1000 + 200));
+      const late = await post(t.app, `${url}/capture`, {});
+      expect([late.statusCode, late.json().error?.details?.status]).toEqual([409, 'expired']);
+      expect((await t.services.authorizations.expireDue()).map((e) => String(e.id))).toContain(h.authorizationId);
+      expect(await readBudget(agent)).toMatchObject({ dailySpent: '0', dailyHeld: '0' });
+      // It lasted at least the seconds asked for.
+      expect(h.expiresAt * 1000).toBeGreaterThanOrEqual(made + 60_000);
+    } finally {
+      t.clock.set('2026-03-10T12:00:00Z');
+    }
+  });
+
   it('a hold of yesterday captured today is spent in yesterday’s day and this month', async () => {
     t.clock.set('2026-03-11T23:59:00Z');
     const agent = await createAgentWithBudget(t.app, limits);

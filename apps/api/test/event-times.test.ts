@@ -2,8 +2,7 @@ import { type Event, eventCatalogue } from '@vouch/schemas';
 import { createAgentWithBudget, createTestApp, get, listAllEvents, post, type TestContext } from '@vouch/testkit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
-// A clock in the second half of a second: what the hold's expiry is, to the millisecond, is not
-// a whole second.
+// A clock in the second half of a second: the hold is made between two whole seconds.
 let t: TestContext;
 beforeAll(async () => {
   t = await createTestApp({ start: '2026-03-15T12:00:00.700Z' });
@@ -19,8 +18,8 @@ describe('the times an event of a hold carries', () => {
     expect(placed.statusCode, placed.body).toBe(201);
     const id = placed.json().data.authorizationId as string;
     const hold = (await get(t.app, `/api/budgets/${agent}/authorizations/${id}`)).json().data;
-    // 12:00:00.700 + 600 s = 12:10:00.700: the hold expires in the second 12:10:00.
-    expect(hold.expiresAt).toBe(Date.parse('2026-03-15T12:10:00Z') / 1000);
+    // Made at 12:00:00.700 for 600 s: it expires on the whole second after, 12:10:01.
+    expect(hold.expiresAt).toBe(Date.parse('2026-03-15T12:10:01Z') / 1000);
 
     t.clock.advance(601_000);
     try {

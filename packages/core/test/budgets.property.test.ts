@@ -223,7 +223,8 @@ describe('the budget rule: SQL and model agree', () => {
                 amount: c.amount,
                 dayStart: next.dayStart,
                 monthStart: next.monthStart,
-                expiresAt: clock.now.getTime() + c.expiresIn * 1000,
+                // On the whole second at or after the asked time, as the hold answers it.
+                expiresAt: Math.ceil(clock.now.getTime() / 1000) * 1000 + c.expiresIn * 1000,
                 open: true,
               });
               seen.held++;

@@ -51,6 +51,14 @@ export function toAuthorization(row: AuthorizationRow): Authorization {
 
 const positive = (value: bigint) => (value > 0n ? value : 0n).toString();
 
+/**
+ * When a hold made at `now` for `seconds` expires: on a whole second, as `expiresAt` answers it,
+ * so that a hold past its `expiresAt` is past its time; rounded up, so that it lasts at least
+ * what was asked (a decision's hold as long as the approval it waits for).
+ */
+const holdExpiry = (now: Date, seconds: number): Date =>
+  new Date(Math.ceil(now.getTime() / 1000) * 1000 + seconds * 1000);
+
 export function createAuthorizationsService({ db, clock, budgets, events }: AuthorizationsDeps) {
   const { changed } = budgets;
 
@@ -146,7 +154,7 @@ export function createAuthorizationsService({ db, clock, budgets, events }: Auth
         month: monthStart(now),
         now,
         audit: auditMeta(actor, now),
-        expiresAt: new Date(now.getTime() + (input.expiresIn ?? DEFAULT_HOLD_SECONDS) * 1000),
+        expiresAt: holdExpiry(now, input.expiresIn ?? DEFAULT_HOLD_SECONDS),
         metadata: input.metadata ?? null,
         decisionId: input.decisionId ?? null,
         holdStatus,
