@@ -735,6 +735,31 @@ describe('holds and approvals', () => {
     }
   });
 
+  it('an approval made at a fraction of a second: its hold and grant end at the expiresAt answered', async () => {
+    const { agent, cp } = await reviewsAbove200();
+    const saved = t.clock.now;
+    t.clock.set('2026-06-10T10:20:00.600Z');
+    try {
+      const review = await decideOk({ agent, amount: '300', counterparty: cp, hold: true });
+      const made = t.clock.now.getTime();
+      const approved = (await post(t.app, `/api/approvals/${review.approvalId}/approve`, { expiresIn: 600 })).json()
+        .data;
+      const url = `/api/budgets/${agent}/authorizations/${review.authorization?.authorizationId}`;
+      const hold = (await get(t.app, url)).json().data;
+      expect(hold.expiresAt).toBe(approved.expiresAt);
+      t.clock.set(new Date(approved.expiresAt * 1000 + 200));
+      // Past the expiresAt answered: neither the hold nor the grant pays.
+      const late = await post(t.app, `${url}/capture`, {});
+      expect([late.statusCode, late.json().error?.details?.status]).toEqual([409, 'expired']);
+      const redeem = await decideOk({ agent, amount: '300', counterparty: cp, approvalId: review.approvalId });
+      expect(codes(redeem)).toContain('APPROVAL_INVALID');
+      // The grant lasted at least the seconds given.
+      expect(approved.expiresAt * 1000).toBeGreaterThanOrEqual(made + 600_000);
+    } finally {
+      t.clock.set(saved);
+    }
+  });
+
   it('a denied review releases its hold; an unanswered one expires with it', async () => {
     const agent = await createAgentWithBudget(t.app, limits);
     await setPolicy(agent, [{ name: 'all', action: 'review' }]);

@@ -117,7 +117,11 @@ export function createApprovalsService({ db, clock, audit, events, cache }: Appr
     async approve(actor: Actor, id: string, input: { note?: string | undefined; expiresIn?: number | undefined }) {
       await assertNotRequester(actor, id);
       const now = clock();
-      const grantExpiresAt = new Date(now.getTime() + (input.expiresIn ?? DEFAULT_GRANT_SECONDS) * 1000);
+      // On a whole second, as `expiresAt` answers it (so that the grant and its hold end when it
+      // says), the first at or after the seconds given.
+      const grantExpiresAt = new Date(
+        Math.ceil(now.getTime() / 1000) * 1000 + (input.expiresIn ?? DEFAULT_GRANT_SECONDS) * 1000,
+      );
       const row = await db.transaction().execute(async (trx) => {
         const row = await repo.decideApproval(trx, {
           organizationId: actor.organizationId,
