@@ -760,6 +760,26 @@ describe('holds and approvals', () => {
     }
   });
 
+  it('a review asked at a fraction of a second: its approval can no longer be decided past the expiresAt answered', async () => {
+    const { agent, cp } = await reviewsAbove200();
+    const saved = t.clock.now;
+    t.clock.set('2026-06-10T10:20:00.600Z');
+    try {
+      const review = await decideOk({ agent, amount: '300', counterparty: cp, hold: true });
+      const asked = (await get(t.app, `/api/approvals/${review.approvalId}`)).json().data;
+      const hold = (
+        await get(t.app, `/api/budgets/${agent}/authorizations/${review.authorization?.authorizationId}`)
+      ).json().data;
+      // The hold reserved meanwhile lasts at least as long as the approval it waits for.
+      expect(hold.expiresAt).toBeGreaterThanOrEqual(asked.expiresAt);
+      t.clock.set(new Date(asked.expiresAt * 1000 + 200));
+      const late = await post(t.app, `/api/approvals/${review.approvalId}/approve`, {});
+      expect([late.statusCode, late.json().error?.code]).toEqual([409, 'APPROVAL_NOT_PENDING']);
+    } finally {
+      t.clock.set(saved);
+    }
+  });
+
   it('a denied review releases its hold; an unanswered one expires with it', async () => {
     const agent = await createAgentWithBudget(t.app, limits);
     await setPolicy(agent, [{ name: 'all', action: 'review' }]);

@@ -4,7 +4,7 @@ import { auditMeta } from '../audit/audit.service.ts';
 import type { EventsService } from '../events/events.service.ts';
 import type { ScreeningRefusal } from '../sanctions/sanctions.model.ts';
 import { type Actor, systemActor } from '../shared/actor.ts';
-import { type Clock, toUnixSeconds } from '../shared/clock.ts';
+import { type Clock, expiryAfter, toUnixSeconds } from '../shared/clock.ts';
 import { idFromCursor, page } from '../shared/cursor.ts';
 import { BudgetExceededError, BudgetNotSetError, DomainError } from '../shared/errors.ts';
 import { dayStart, monthStart } from './budgets.model.ts';
@@ -50,14 +50,6 @@ export function toAuthorization(row: AuthorizationRow): Authorization {
 }
 
 const positive = (value: bigint) => (value > 0n ? value : 0n).toString();
-
-/**
- * When a hold made at `now` for `seconds` expires: on a whole second, as `expiresAt` answers it,
- * so that a hold past its `expiresAt` is past its time; rounded up, so that it lasts at least
- * what was asked (a decision's hold as long as the approval it waits for).
- */
-const holdExpiry = (now: Date, seconds: number): Date =>
-  new Date(Math.ceil(now.getTime() / 1000) * 1000 + seconds * 1000);
 
 export function createAuthorizationsService({ db, clock, budgets, events }: AuthorizationsDeps) {
   const { changed } = budgets;
@@ -154,7 +146,7 @@ export function createAuthorizationsService({ db, clock, budgets, events }: Auth
         month: monthStart(now),
         now,
         audit: auditMeta(actor, now),
-        expiresAt: holdExpiry(now, input.expiresIn ?? DEFAULT_HOLD_SECONDS),
+        expiresAt: expiryAfter(now, (input.expiresIn ?? DEFAULT_HOLD_SECONDS) * 1000),
         metadata: input.metadata ?? null,
         decisionId: input.decisionId ?? null,
         holdStatus,

@@ -6,7 +6,7 @@ import * as budgetsRepo from '../budgets/budgets.repository.ts';
 import type { ReadCache } from '../cache/read-cache.ts';
 import type { EventsService } from '../events/events.service.ts';
 import { type Actor, systemActor } from '../shared/actor.ts';
-import { type Clock, toUnixSeconds } from '../shared/clock.ts';
+import { type Clock, expiryAfter, toUnixSeconds } from '../shared/clock.ts';
 import { idFromCursor, page } from '../shared/cursor.ts';
 import { DomainError, ForbiddenError } from '../shared/errors.ts';
 import * as repo from './decisions.repository.ts';
@@ -117,11 +117,7 @@ export function createApprovalsService({ db, clock, audit, events, cache }: Appr
     async approve(actor: Actor, id: string, input: { note?: string | undefined; expiresIn?: number | undefined }) {
       await assertNotRequester(actor, id);
       const now = clock();
-      // On a whole second, as `expiresAt` answers it (so that the grant and its hold end when it
-      // says), the first at or after the seconds given.
-      const grantExpiresAt = new Date(
-        Math.ceil(now.getTime() / 1000) * 1000 + (input.expiresIn ?? DEFAULT_GRANT_SECONDS) * 1000,
-      );
+      const grantExpiresAt = expiryAfter(now, (input.expiresIn ?? DEFAULT_GRANT_SECONDS) * 1000);
       const row = await db.transaction().execute(async (trx) => {
         const row = await repo.decideApproval(trx, {
           organizationId: actor.organizationId,

@@ -13,7 +13,7 @@ import type { EventsService } from '../events/events.service.ts';
 import type { SanctionsService } from '../sanctions/sanctions.service.ts';
 import { confidenceOf, SCORE_MODEL_VERSION } from '../scores/scores.model.ts';
 import type { Actor } from '../shared/actor.ts';
-import { type Clock, toUnixSeconds } from '../shared/clock.ts';
+import { type Clock, expiryAfter, toUnixSeconds } from '../shared/clock.ts';
 import { BudgetExceededError, DomainError } from '../shared/errors.ts';
 import { timeOrderedId } from '../shared/ids.ts';
 import { decide, type SanctionsState, type Verdict } from './decisions.model.ts';
@@ -416,7 +416,7 @@ export function createDecisionsService(deps: DecisionsDeps) {
             return null;
           }
         };
-        const approvalExpires = new Date(now.getTime() + deps.approvalTtlMs);
+        const approvalExpires = expiryAfter(now, deps.approvalTtlMs);
         if (input.hold && verdict.decision === 'allow' && holdId === null) {
           holdId = await reserve('held', new Date(now.getTime() + (input.expiresIn ?? 3600) * 1000));
         } else if (input.hold && verdict.decision === 'review') {
