@@ -84,6 +84,29 @@ describe('a revoked key on another replica', () => {
     expect(later.statusCode, later.body).toBe(401);
     expect(later.json().error.message).toMatch(/revoked/);
   });
+
+  it('manages no key there meanwhile: a 401 that says so, with WWW-Authenticate like every 401', async () => {
+    const admin = await createOrganizationKey(t.app, ADMIN, 'replica-manage-org');
+    // Looked up (and cached) on the other replica, then revoked by the operator here.
+    expect((await other.inject({ method: 'GET', url: '/api/keys', headers: bearer(admin) })).statusCode).toBe(200);
+    const id = admin.split('_')[1] as string;
+    expect((await t.app.inject({ method: 'DELETE', url: `/api/keys/${id}`, headers: bearer(ADMIN) })).statusCode).toBe(
+      200,
+    );
+    const minted = await other.inject({
+      method: 'POST',
+      url: '/api/keys',
+      payload: { name: 'persistence', scopes: ['admin'] },
+      headers: bearer(admin),
+    });
+    expect([minted.statusCode, minted.json().error.code, minted.json().error.message]).toEqual([
+      401,
+      'UNAUTHORIZED',
+      'the API key is revoked',
+    ]);
+    // docs/edge.md and the OpenAPI document: a 401 carries the scheme to authenticate with.
+    expect(minted.headers['www-authenticate']).toBe('Bearer realm="vouch"');
+  });
 });
 
 describe.runIf(inject('testDbMode') === 'postgres')('a key revoked while a request made with it runs', () => {

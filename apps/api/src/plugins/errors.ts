@@ -77,6 +77,9 @@ export function sendFailure(
 ) {
   const status = errorStatus[code];
   if (status === 503 && !reply.hasHeader('retry-after')) reply.header('retry-after', '1');
+  // A 401 names the scheme to authenticate with (RFC 9110), also when a service refuses a key
+  // the edge let through (one revoked on another replica, still in this one's cache).
+  if (status === 401 && !reply.hasHeader('www-authenticate')) reply.header('www-authenticate', 'Bearer realm="vouch"');
   // Set by the onRequest hook, which a refusal before routing (a bad URL) never reaches.
   if (!reply.hasHeader('x-request-id')) reply.header('x-request-id', String(request.id));
   return reply.code(status).send({
