@@ -256,6 +256,16 @@ describe('the auth matrix with AUTH=on', () => {
     expect(res.statusCode).toBe(200);
   });
 
+  it('reads the key after the scheme and any spaces, and refuses more than a key as not valid', async () => {
+    const read = (authorization: string) =>
+      t.app.inject({ method: 'GET', url: '/api/agents', headers: { authorization } });
+    // `credentials = auth-scheme 1*SP token68` (RFC 9110 §11.4): two spaces are still a key sent.
+    expect((await read(`Bearer  ${keys.read}`)).statusCode).toBe(200);
+    // A key with something after it is not the key.
+    const extra = await read(`Bearer ${keys.read} ${keys.admin}`);
+    expect([extra.statusCode, extra.json().error.message]).toEqual([401, 'the API key is not valid']);
+  });
+
   it('leaves probes, metrics and the API description open', async () => {
     for (const url of ['/health', '/ready', '/metrics', '/openapi.json', '/docs']) {
       const res = await t.app.inject({ method: 'GET', url });

@@ -90,10 +90,15 @@ export function requiredScope(url: string, method: string, config: { scope?: Api
 export function presentedSecret(request: FastifyRequest): string | null {
   const header = request.headers.authorization;
   if (!header) return null;
-  const [scheme, value] = header.split(' ', 2);
+  // `<scheme> 1*SP <credentials>` (RFC 9110 §11.4): all that follows the spaces is the key, so
+  // more than one key is no key of ours (401), never the first of them.
+  const space = header.indexOf(' ');
+  if (space < 0) return null;
+  const scheme = header.slice(0, space).toLowerCase();
+  const value = header.slice(space + 1).trim();
   if (!value) return null;
-  if (scheme?.toLowerCase() === 'bearer') return value.trim();
-  if (scheme?.toLowerCase() === 'basic') {
+  if (scheme === 'bearer') return value;
+  if (scheme === 'basic') {
     const decoded = Buffer.from(value, 'base64').toString('utf8');
     const colon = decoded.indexOf(':');
     return colon >= 0 ? decoded.slice(colon + 1) : null;
