@@ -184,6 +184,21 @@ describe('the OpenAPI document', () => {
     expect(doc.paths['/health'].get.security).toEqual([]);
     expect(doc.paths['/health'].get['x-rate-limit']).toBeUndefined();
   });
+
+  it('shows in each 403 example the refusal of a key without the operation’s own scope', () => {
+    const wrong: string[] = [];
+    for (const [path, item] of Object.entries<Json>(doc.paths)) {
+      for (const [method, op] of Object.entries<Json>(item)) {
+        const scope = op['x-required-scope'];
+        if (!scope) continue;
+        const error = op.responses['403'].content['application/json'].example.error;
+        // What the authorize hook answers (apps/api/src/plugins/auth.ts).
+        if (error.message !== `this API key lacks the ${scope} scope` || error.details?.required !== scope)
+          wrong.push(`${method.toUpperCase()} ${path}: ${error.message}`);
+      }
+    }
+    expect(wrong).toEqual([]);
+  });
 });
 
 describe('serving the document', () => {

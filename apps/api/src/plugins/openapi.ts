@@ -78,7 +78,7 @@ function exampleCode(status: string, path: string): ErrorCode {
 const exampleMessages: Partial<Record<ErrorCode, string>> = {
   VALIDATION_ERROR: 'request does not match the schema',
   UNAUTHORIZED: 'an API key is required: send Authorization: Bearer <key>',
-  FORBIDDEN: 'this API key lacks the write scope',
+  FORBIDDEN: 'this API key lacks the scope this operation needs',
   AGENT_NOT_FOUND: 'agent 0x52908400098527886e0f7030069857d2e4169ee7 is not known',
   JOB_NOT_FOUND: 'no job scores-6f1c2a8e',
   NOT_FOUND: 'not found',
@@ -94,14 +94,19 @@ const exampleMessages: Partial<Record<ErrorCode, string>> = {
   INTERNAL_ERROR: 'internal error; quote the requestId when reporting it',
 };
 
-function failureExample(status: string, path: string) {
+function failureExample(status: string, path: string, scope: ApiKeyScope | null | undefined) {
   const code = exampleCode(status, path);
+  // The operation's own refusal of a key without its scope, as the authorize hook words it.
+  const forbidden = code === 'FORBIDDEN' && scope;
   return {
     success: false,
     error: {
       code,
-      message: exampleMessages[code] ?? code.toLowerCase().replaceAll('_', ' '),
+      message: forbidden
+        ? `this API key lacks the ${scope} scope`
+        : (exampleMessages[code] ?? code.toLowerCase().replaceAll('_', ' ')),
       ...(code === 'VALIDATION_ERROR' && { details: [{ path: 'body.amount', message: 'must be a decimal integer' }] }),
+      ...(forbidden && { details: { required: scope, scopes: scope === 'read' ? [] : ['read'] } }),
       requestId: '6f1c2a8e-3b7d-4e0a-9c55-1d2e3f4a5b6c',
     },
   };
@@ -193,7 +198,7 @@ function finishDocument(doc: Json, routes: Map<string, RouteInfo>, limits: Opena
         };
         const media = response.content?.['application/json'];
         if (media && Number(status) >= 400 && media.example === undefined) {
-          media.example = failureExample(status, path);
+          media.example = failureExample(status, path, info?.scope);
         }
       }
       const notes: string[] = [];
