@@ -199,6 +199,11 @@ describe('the OpenAPI document', () => {
     }
     expect(wrong).toEqual([]);
   });
+
+  it('gives an organization’s creation the 409 it answers', () => {
+    const conflict = doc.paths['/api/organizations'].post.responses['409'].content['application/json'].example;
+    expect(conflict.error.code).toBe('ORGANIZATION_EXISTS');
+  });
 });
 
 describe('serving the document', () => {

@@ -59,6 +59,7 @@ function exampleCode(status: string, path: string): ErrorCode {
     case '409':
       if (path.endsWith('/register')) return 'AGENT_ALREADY_REGISTERED';
       if (path.endsWith('/rotate-secret')) return 'WEBHOOK_SECRET_LIMIT';
+      if (path === '/api/organizations') return 'ORGANIZATION_EXISTS';
       return path.includes('/transactions/') ? 'TRANSACTION_CONFLICT' : 'IDEMPOTENCY_IN_PROGRESS';
     case '413':
       return 'PAYLOAD_TOO_LARGE';
@@ -83,6 +84,7 @@ const exampleMessages: Partial<Record<ErrorCode, string>> = {
   JOB_NOT_FOUND: 'no job scores-6f1c2a8e',
   NOT_FOUND: 'not found',
   AGENT_ALREADY_REGISTERED: 'agent 0x52908400098527886e0f7030069857d2e4169ee7 is already registered',
+  ORGANIZATION_EXISTS: 'organization acme already exists',
   TRANSACTION_CONFLICT: 'transaction 0xab… is already recorded with different content',
   IDEMPOTENCY_IN_PROGRESS: 'a request with this Idempotency-Key is still being processed; retry shortly',
   PAYLOAD_TOO_LARGE: 'request body exceeds the 1048576-byte limit',
