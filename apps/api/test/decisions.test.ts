@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { sql } from '@vouch/db';
-import { approval, decision, failureEnvelope, policy, successEnvelope } from '@vouch/schemas';
+import { approval, decision, failureEnvelope, policy, policyVersions, successEnvelope } from '@vouch/schemas';
 import {
   createAgent,
   createAgentWithBudget,
@@ -285,6 +285,48 @@ describe('policies', () => {
     const versions = (await get(t.app, `/api/agents/${agent}/policy/versions`)).json().data.versions;
     expect(versions.map((v: { version: number }) => v.version)).toEqual([3, 2, 1]);
     expect((await get(t.app, `/api/agents/${randomAddress()}/policy`)).json().error.code).toBe('AGENT_NOT_FOUND');
+  });
+
+  it('list their versions a page at a time, newest first, for an agent and for the default', async () => {
+    const agent = await createAgent(t.app);
+    // The default policy is the file's organization's: it is put back as it was afterwards.
+    const before = await get(t.app, '/api/policies/default');
+    try {
+      for (const [url, versionsUrl] of [
+        [`/api/agents/${agent}/policy`, `/api/agents/${agent}/policy/versions`],
+        ['/api/policies/default', '/api/policies/default/versions'],
+      ] as const) {
+        let latest = 0;
+        for (let i = 0; i < 5; i++) {
+          const put = await t.app.inject({
+            method: 'PUT',
+            url,
+            payload: { rules: [{ name: `r${i}`, action: 'deny' }] },
+          });
+          latest = successEnvelope(policy).parse(put.json()).data.version;
+        }
+        const seen: number[] = [];
+        let cursor: string | null = null;
+        do {
+          const query: string = cursor === null ? '?limit=2' : `?limit=2&cursor=${cursor}`;
+          const body = successEnvelope(policyVersions).parse((await get(t.app, `${versionsUrl}${query}`)).json()).data;
+          // Two a page; the last holds what is left.
+          expect(body.versions.length).toBe(body.nextCursor === null ? latest - seen.length : 2);
+          seen.push(...body.versions.map((v) => v.version));
+          cursor = body.nextCursor;
+        } while (cursor !== null);
+        expect(seen).toEqual(Array.from({ length: latest }, (_, i) => latest - i));
+        // Twenty by default, fifty at most; a cursor the service did not give out is refused.
+        expect((await get(t.app, versionsUrl)).json().data.versions).toHaveLength(Math.min(latest, 20));
+        for (const query of ['?limit=51', '?limit=0', '?cursor=Mw==', '?cursor=x']) {
+          const refused = await get(t.app, `${versionsUrl}${query}`);
+          expect([refused.statusCode, refused.json().error.code], query).toEqual([400, 'VALIDATION_ERROR']);
+        }
+      }
+    } finally {
+      if (before.statusCode === 200) await setPolicy(null, before.json().data.rules);
+      else await t.app.inject({ method: 'DELETE', url: '/api/policies/default' });
+    }
   });
 
   it('written with expectedVersion are written only over that version', async () => {

@@ -141,7 +141,9 @@ export const policy = z
   .meta({ id: 'Policy' });
 export type Policy = z.infer<typeof policy>;
 
-export const policyVersions = z.object({ versions: z.array(policy) });
+export const policyVersions = z.object({ versions: z.array(policy), nextCursor: z.string().nullable() });
+/** A page of versions: a policy may be up to the body limit, so a page is kept to a few. */
+export const policyVersionsQuery = z.strictObject({ limit: pageLimit(50, 20), cursor: z.string().max(512).optional() });
 /** Versions are stored as PostgreSQL `integer`s: none is above 2^31 − 1. */
 export const policyQuery = z.strictObject({ version: queryInteger(1, 2_147_483_647).optional() });
 

@@ -17,6 +17,7 @@ import {
   policyBody,
   policyQuery,
   policyVersions,
+  policyVersionsQuery,
   registerBody,
   scoreChange,
   scoreHistory,
@@ -146,11 +147,12 @@ export const agentsRoutes: FastifyPluginAsyncZod<{ services: Services }> = async
     schema: {
       operationId: 'listAgentPolicyVersions',
       tags: ['decisions'],
-      summary: 'Every version of the organization’s policy for this agent, newest first',
+      summary: 'The versions of the organization’s policy for this agent, newest first, a page at a time',
       params: agentParams,
+      querystring: policyVersionsQuery,
       response: responses({ 200: policyVersions }, [404]),
     },
-    handler: async (req) => ok(await services.policies.versions(actorOf(req), req.params.address)),
+    handler: async (req) => ok(await services.policies.versions(actorOf(req), req.params.address, req.query)),
   });
 
   app.put('/api/agents/:address/policy', {

@@ -1,5 +1,5 @@
 import type { Services } from '@vouch/core';
-import { noBody, policy, policyBody, policyQuery, policyVersions } from '@vouch/schemas';
+import { noBody, policy, policyBody, policyQuery, policyVersions, policyVersionsQuery } from '@vouch/schemas';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { ok, responses } from '../http.ts';
 import { actorOf } from '../plugins/auth.ts';
@@ -21,10 +21,11 @@ export const policiesRoutes: FastifyPluginAsyncZod<{ services: Services }> = asy
     schema: {
       operationId: 'listDefaultPolicyVersions',
       tags: ['decisions'],
-      summary: 'Every version of the default policy, newest first',
+      summary: 'The versions of the default policy, newest first, a page at a time',
+      querystring: policyVersionsQuery,
       response: responses({ 200: policyVersions }, []),
     },
-    handler: async (req) => ok(await services.policies.versions(actorOf(req), null)),
+    handler: async (req) => ok(await services.policies.versions(actorOf(req), null, req.query)),
   });
 
   app.put('/api/policies/default', {

@@ -36,14 +36,21 @@ export function policyVersion(db: Executor, organizationId: string, agent: strin
     .executeTakeFirst();
 }
 
-export function policyVersions(db: Executor, organizationId: string, agent: string): Promise<PolicyRow[]> {
-  return db
+/** Up to `limit` versions below `before` (all when null), newest first. */
+export function policyVersions(
+  db: Executor,
+  organizationId: string,
+  agent: string,
+  before: number | null,
+  limit: number,
+): Promise<PolicyRow[]> {
+  let query = db
     .selectFrom('policies')
     .selectAll()
     .where('organization_id', '=', organizationId)
-    .where('agent', '=', agent)
-    .orderBy('version', 'desc')
-    .execute();
+    .where('agent', '=', agent);
+  if (before !== null) query = query.where('version', '<', before);
+  return query.orderBy('version', 'desc').limit(limit).execute();
 }
 
 /**

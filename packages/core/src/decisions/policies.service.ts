@@ -5,6 +5,7 @@ import type { AuditService } from '../audit/audit.service.ts';
 import type { ReadCache } from '../cache/read-cache.ts';
 import type { Actor } from '../shared/actor.ts';
 import { type Clock, toUnixSeconds } from '../shared/clock.ts';
+import { idFromCursor, page } from '../shared/cursor.ts';
 import { AgentNotFoundError, DomainError } from '../shared/errors.ts';
 import * as repo from './policies.repository.ts';
 
@@ -148,10 +149,26 @@ export function createPoliciesService({ db, clock, audit, cache }: PoliciesDeps)
       return toPolicy(row);
     },
 
-    async versions(actor: Actor, agent: string | null): Promise<{ versions: Policy[] }> {
+    /** The versions, newest first, a page at a time. */
+    async versions(
+      actor: Actor,
+      agent: string | null,
+      query: { limit: number; cursor?: string | undefined },
+    ): Promise<{ versions: Policy[]; nextCursor: string | null }> {
       await requireAgent(agent);
-      const rows = await repo.policyVersions(db, actor.organizationId, agent ?? repo.DEFAULT_POLICY_AGENT);
-      return { versions: rows.map(toPolicy) };
+      const before = query.cursor === undefined ? null : Number(idFromCursor(query.cursor));
+      const rows = await repo.policyVersions(
+        db,
+        actor.organizationId,
+        agent ?? repo.DEFAULT_POLICY_AGENT,
+        before,
+        query.limit + 1,
+      );
+      const { items, nextCursor } = page(
+        rows.map((row) => ({ id: String(row.version), row })),
+        query.limit,
+      );
+      return { versions: items.map((item) => toPolicy(item.row)), nextCursor };
     },
 
     /** Replaces the rule set: a new version, in the audit log. */
