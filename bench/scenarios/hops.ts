@@ -65,28 +65,13 @@ export async function runCommitHop(ctx: Context) {
     await clients[0].query(
       'CREATE TABLE IF NOT EXISTS bench_commit_probe (id bigserial PRIMARY KEY, at timestamptz NOT NULL DEFAULT now())',
     );
-    let recorders = [new LatencyRecorder(), new LatencyRecorder()] as const;
-    const op = async (i: number) => {
-      const k = (i % 2) as 0 | 1;
-      const t0 = performance.now();
-      await clients[k].query('INSERT INTO bench_commit_probe DEFAULT VALUES');
-      recorders[k].record(performance.now() - t0);
-    };
-    const { profile } = ctx;
-    await warmUpPaced(profile, op);
-    recorders = [new LatencyRecorder(), new LatencyRecorder()];
-    const { result, cpu } = await withCpu(ctx, () =>
-      paced({ ratePerSec: profile.pacedRate, count: profile.pacedCount, op }),
-    );
-    if (result.errors) throw new Error(`commit hop: ${result.errors} errors, first: ${result.firstError}`);
+    const insert = (client: pg.Client) => () => client.query('INSERT INTO bench_commit_probe DEFAULT VALUES');
+    const { first, second, ...run } = await pacedPair(ctx, 'commit hop', insert(clients[0]), insert(clients[1]));
     return {
       what: 'a one-row INSERT committed on its own by a plain pg client, one at a time, paced like P4, alternating between synchronous_commit on (latency: the answer waits for the disk) and off (asyncCommit)',
-      ratePerSec: profile.pacedRate,
-      ...result,
-      ops: recorders[0].count,
-      latency: recorders[0].summary(),
-      asyncCommit: { ops: recorders[1].count, latency: recorders[1].summary() },
-      cpu,
+      ...run,
+      ...first,
+      asyncCommit: second,
     };
   } finally {
     await Promise.all(clients.map((client) => client.end()));
@@ -111,32 +96,43 @@ export async function runHttpHop(ctx: Context, api: RunningApi) {
   const paths = ['/health', '/hello'] as const;
   try {
     await waitForHttp(`http://127.0.0.1:${port}/hello`, b1);
-    let recorders = [new LatencyRecorder(), new LatencyRecorder()] as const;
-    const op = async (i: number) => {
-      const k = (i % 2) as 0 | 1;
-      const t0 = performance.now();
+    const get = (k: 0 | 1) => async () => {
       const res = await clients[k].get(paths[k]);
       if (res.status !== 200) throw new Error(`GET ${paths[k]} answered ${res.status}`);
-      recorders[k].record(performance.now() - t0);
     };
-    const { profile } = ctx;
-    await warmUpPaced(profile, op);
-    recorders = [new LatencyRecorder(), new LatencyRecorder()];
-    const { result, cpu } = await withCpu(ctx, () =>
-      paced({ ratePerSec: profile.pacedRate, count: profile.pacedCount, op }),
-    );
-    if (result.errors) throw new Error(`HTTP hop: ${result.errors} errors, first: ${result.firstError}`);
+    const { first, second, ...run } = await pacedPair(ctx, 'HTTP hop', get(0), get(1));
     return {
       what: 'GET /health on the API (latency) and GET /hello on a bare Fastify server (bareFastify), keep-alive, one at a time, alternating, paced like P4',
-      ratePerSec: profile.pacedRate,
-      ...result,
-      ops: recorders[0].count,
-      latency: recorders[0].summary(),
-      bareFastify: { ops: recorders[1].count, latency: recorders[1].summary() },
-      cpu,
+      ...run,
+      ...first,
+      bareFastify: second,
     };
   } finally {
     for (const client of clients) client.close();
     await b1.stop();
   }
+}
+
+/**
+ * Two operations called one at a time, alternating, paced like P4 after its warm-up, so that both
+ * are measured at the same moments of the run: each one's count and latency, and the run's.
+ */
+async function pacedPair(ctx: Context, name: string, a: () => Promise<unknown>, b: () => Promise<unknown>) {
+  const ops = [a, b] as const;
+  let recorders = [new LatencyRecorder(), new LatencyRecorder()] as const;
+  const op = async (i: number) => {
+    const k = (i % 2) as 0 | 1;
+    const t0 = performance.now();
+    await ops[k]();
+    recorders[k].record(performance.now() - t0);
+  };
+  const { profile } = ctx;
+  await warmUpPaced(profile, op);
+  recorders = [new LatencyRecorder(), new LatencyRecorder()];
+  const { result, cpu } = await withCpu(ctx, () =>
+    paced({ ratePerSec: profile.pacedRate, count: profile.pacedCount, op }),
+  );
+  if (result.errors) throw new Error(`${name}: ${result.errors} errors, first: ${result.firstError}`);
+  const summary = (r: LatencyRecorder) => ({ ops: r.count, latency: r.summary() });
+  return { ratePerSec: profile.pacedRate, ...result, first: summary(recorders[0]), second: summary(recorders[1]), cpu };
 }
