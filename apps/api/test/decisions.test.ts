@@ -822,6 +822,27 @@ describe('holds and approvals', () => {
     }
   });
 
+  it('a review asked at a fraction of a second: its hold ends with its approval, not a second after it', async () => {
+    const agent = await createAgentWithBudget(t.app, limits);
+    await setPolicy(agent, [{ name: 'all', action: 'review' }]);
+    const saved = t.clock.now;
+    t.clock.set('2026-06-10T10:25:00.600Z');
+    try {
+      const review = await decideOk({ agent, amount: '300', hold: true });
+      const asked = (await get(t.app, `/api/approvals/${review.approvalId}`)).json().data;
+      const url = `/api/budgets/${agent}/authorizations/${review.authorization?.authorizationId}`;
+      expect((await get(t.app, url)).json().data.expiresAt).toBe(asked.expiresAt);
+      // At the approval's expiresAt the sweep expires it, and nothing is reserved for it any more.
+      t.clock.set(new Date(asked.expiresAt * 1000));
+      expect((await t.services.approvals.expireDue()).map((a) => String(a.id))).toContain(review.approvalId);
+      await t.services.authorizations.expireDue();
+      expect((await get(t.app, url)).json().data.status).toBe('expired');
+      expect((await get(t.app, `/api/budgets/${agent}`)).json().data.monthlyHeld).toBe('0');
+    } finally {
+      t.clock.set(saved);
+    }
+  });
+
   it('a denied review releases its hold; an unanswered one expires with it', async () => {
     const agent = await createAgentWithBudget(t.app, limits);
     await setPolicy(agent, [{ name: 'all', action: 'review' }]);

@@ -128,7 +128,8 @@ export function createAuthorizationsService({ db, clock, budgets, events }: Auth
     async authorize(
       actor: Actor,
       address: string,
-      input: AuthorizeInput & { decisionId?: string | null },
+      /** `expiresAt`: the end of what the hold is reserved for (an approval), to the millisecond, instead of `expiresIn`. */
+      input: AuthorizeInput & { decisionId?: string | null; expiresAt?: Date },
       executor: Kysely<DB> = db,
       afterCommit: (effect: () => void) => void = (effect) => effect(),
       /** `pending_approval`: reserved while an approval is pending, not capturable until approved. */
@@ -146,7 +147,7 @@ export function createAuthorizationsService({ db, clock, budgets, events }: Auth
         month: monthStart(now),
         now,
         audit: auditMeta(actor, now),
-        expiresAt: expiryAfter(now, (input.expiresIn ?? DEFAULT_HOLD_SECONDS) * 1000),
+        expiresAt: input.expiresAt ?? expiryAfter(now, (input.expiresIn ?? DEFAULT_HOLD_SECONDS) * 1000),
         metadata: input.metadata ?? null,
         decisionId: input.decisionId ?? null,
         holdStatus,

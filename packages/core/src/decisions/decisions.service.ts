@@ -381,8 +381,9 @@ export function createDecisionsService(deps: DecisionsDeps) {
                 amount: input.amount,
                 asset: input.asset,
                 counterparty: input.counterparty,
-                // Whole seconds, rounded up: the hold lasts at least as long as what it is reserved for.
-                expiresIn: Math.max(1, Math.ceil((expiresAt.getTime() - now.getTime()) / 1000)),
+                // The very time of what it is reserved for: seconds from a fraction of a second
+                // would round up once more, and a review's hold outlive its approval by a second.
+                expiresAt,
               },
               trx,
               after,
@@ -418,7 +419,7 @@ export function createDecisionsService(deps: DecisionsDeps) {
         };
         const approvalExpires = expiryAfter(now, deps.approvalTtlMs);
         if (input.hold && verdict.decision === 'allow' && holdId === null) {
-          holdId = await reserve('held', new Date(now.getTime() + (input.expiresIn ?? 3600) * 1000));
+          holdId = await reserve('held', expiryAfter(now, (input.expiresIn ?? 3600) * 1000));
         } else if (input.hold && verdict.decision === 'review') {
           holdId = await reserve('pending_approval', approvalExpires);
         }
