@@ -86,9 +86,8 @@ export async function buildApp(deps: AppDeps) {
   app.addHook('onRoute', (route) => {
     const response = route.schema?.response as Record<number, unknown> | undefined;
     if (!response) return;
-    for (const status of implicitFailures([route.method].flat(), route.schema?.headers === idempotencyHeaders)) {
-      response[status] ??= failureEnvelope;
-    }
+    const implicit = implicitFailures([route.method].flat(), route.schema?.headers === idempotencyHeaders);
+    for (const status of Object.keys(implicit).map(Number)) response[status] ??= failureEnvelope;
   });
 
   if (deps.coalesceWrites ?? true) await app.register(coalesceWritesPlugin);

@@ -1,5 +1,5 @@
 import type { RunOutcome } from '@vouch/jobs';
-import { failureEnvelope, successEnvelope } from '@vouch/schemas';
+import { type ErrorCode, failureEnvelope, successEnvelope } from '@vouch/schemas';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { z } from 'zod';
 
@@ -9,14 +9,43 @@ export function ok<T>(data: T): { success: true; data: T } {
 }
 
 /**
- * Response schemas of a route: the success envelope for each success status and
- * the failure envelope for each listed error status (these feed the OpenAPI document).
+ * The codes a route answers with each of its own failure statuses (404, 409, 422, …), the code
+ * to show in its example first: clients branch on `error.code`, so the OpenAPI document must
+ * name the ones each status can carry, not just the status.
  */
-export function responses(success: Record<number, z.ZodType>, errors: number[]) {
-  const map: Record<number, z.ZodType> = {};
-  for (const [status, schema] of Object.entries(success)) map[Number(status)] = successEnvelope(schema);
+export type Failures = Partial<Record<number, readonly ErrorCode[]>>;
+
+/** Where responses() keeps a route's declared codes: a symbol, so Fastify and the schema tools never see it. */
+const declared = Symbol('declared failure codes');
+
+type ResponseMap = Record<number, z.ZodType> & { [declared]?: Failures };
+
+/** The statuses any route may answer, whatever it declares, each with its one fixed code. */
+const genericCodes: Record<number, readonly ErrorCode[]> = {
+  400: ['VALIDATION_ERROR'],
   // 401/403: any route may refuse a missing or insufficient API key when AUTH is on.
-  for (const status of new Set([...errors, 400, 401, 403, 429, 500, 503])) map[status] = failureEnvelope;
+  401: ['UNAUTHORIZED'],
+  403: ['FORBIDDEN'],
+  413: ['PAYLOAD_TOO_LARGE'],
+  415: ['UNSUPPORTED_MEDIA_TYPE'],
+  429: ['RATE_LIMITED'],
+  500: ['INTERNAL_ERROR'],
+  503: ['SERVICE_UNAVAILABLE'],
+};
+
+const ALWAYS = [400, 401, 403, 429, 500, 503];
+
+/**
+ * Response schemas of a route: the success envelope for each success status and the failure
+ * envelope for each status in `failures`, with the codes the route answers it with, and for the
+ * generic ones (these feed the OpenAPI document).
+ */
+export function responses(success: Record<number, z.ZodType>, failures: Failures = {}): Record<number, z.ZodType> {
+  const map: ResponseMap = {};
+  for (const [status, schema] of Object.entries(success)) map[Number(status)] = successEnvelope(schema);
+  for (const status of new Set([...Object.keys(failures).map(Number), ...ALWAYS])) map[status] = failureEnvelope;
+  // Enumerable, so that a route spreading this map into its own keeps the codes.
+  map[declared] = failures;
   return map;
 }
 
@@ -24,12 +53,41 @@ export function responses(success: Record<number, z.ZodType>, errors: number[]) 
 const BODY_METHODS = new Set(['POST', 'PUT', 'PATCH', 'DELETE']);
 
 /**
- * Failure statuses a route answers whatever its schema lists: a request whose method may carry
- * a body has it parsed first (413 above the limit, 415 for another type), a route that takes an
- * Idempotency-Key may find the key in use (409) or used for another request (422).
+ * Failures a route answers whatever its schema lists: a request whose method may carry a body
+ * has it parsed first (400 if it is not JSON, 413 above the limit, 415 for another type), a route
+ * that takes an Idempotency-Key may find the key in use (409) or used for another request (422).
  */
-export function implicitFailures(methods: readonly string[], idempotent: boolean): number[] {
-  return [...(methods.some((m) => BODY_METHODS.has(m)) ? [413, 415] : []), ...(idempotent ? [409, 422] : [])];
+export function implicitFailures(methods: readonly string[], idempotent: boolean): Failures {
+  return {
+    ...(methods.some((m) => BODY_METHODS.has(m)) && {
+      400: ['INVALID_JSON'],
+      413: ['PAYLOAD_TOO_LARGE'],
+      415: ['UNSUPPORTED_MEDIA_TYPE'],
+    }),
+    ...(idempotent && { 409: ['IDEMPOTENCY_IN_PROGRESS'], 422: ['IDEMPOTENCY_KEY_REUSED'] }),
+  };
+}
+
+/**
+ * Every failure status of a route with all the codes it can carry: the generic code first, else
+ * the route's declared ones, then the implicit ones. A status the route lists without declaring
+ * its codes (or a schema not built by responses()) has only what is known of it, maybe nothing.
+ */
+export function failureCodes(
+  response: Record<number, unknown>,
+  methods: readonly string[],
+  idempotent: boolean,
+): Record<number, ErrorCode[]> {
+  const own = (response as ResponseMap)[declared] ?? {};
+  const implicit = implicitFailures(methods, idempotent);
+  const statuses = new Set([...Object.keys(response), ...Object.keys(implicit)].map(Number).filter((s) => s >= 400));
+  const codes: Record<number, ErrorCode[]> = {};
+  for (const status of [...statuses].sort((a, b) => a - b)) {
+    codes[status] = [
+      ...new Set([...(genericCodes[status] ?? []), ...(own[status] ?? []), ...(implicit[status] ?? [])]),
+    ];
+  }
+  return codes;
 }
 
 /**

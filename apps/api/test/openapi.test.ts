@@ -1,5 +1,5 @@
 import { errorStatus } from '@vouch/core';
-import { failureEnvelope } from '@vouch/schemas';
+import { type ErrorCode, errorCodes, failureEnvelope } from '@vouch/schemas';
 import { createTestApp, type TestContext } from '@vouch/testkit';
 import type { RouteOptions } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -198,6 +198,49 @@ describe('the OpenAPI document', () => {
       }
     }
     expect(wrong).toEqual([]);
+  });
+
+  it('names the codes of every failure status, each a real one of that status, the example showing the first', () => {
+    const undeclared: string[] = [];
+    const wrong: string[] = [];
+    for (const [path, item] of Object.entries<Json>(doc.paths)) {
+      for (const [method, op] of Object.entries<Json>(item)) {
+        for (const [status, response] of Object.entries<Json>(op.responses)) {
+          if (Number(status) < 400) continue;
+          const where = `${method.toUpperCase()} ${path} ${status}`;
+          const codes: string[] = response['x-error-codes'] ?? [];
+          // A route that lists a status of its own (404, 409, 422, …) must say which codes it answers with.
+          if (codes.length === 0) undeclared.push(where);
+          for (const code of codes) {
+            if (!errorCodes.includes(code as ErrorCode) || errorStatus[code as ErrorCode] !== Number(status))
+              wrong.push(`${where}: ${code}`);
+            if (!response.description.includes(code)) wrong.push(`${where}: ${code} not in its description`);
+          }
+          const example = response.content?.['application/json']?.example;
+          if (codes.length && example?.error.code !== codes[0]) wrong.push(`${where}: example ${example?.error.code}`);
+        }
+      }
+    }
+    expect(undeclared).toEqual([]);
+    expect(wrong).toEqual([]);
+  });
+
+  it('adds the Idempotency-Key’s codes to the routes that take one, and only to them', () => {
+    const wrong: string[] = [];
+    for (const [path, item] of Object.entries<Json>(doc.paths)) {
+      for (const [method, op] of Object.entries<Json>(item)) {
+        const keyed = (op.parameters ?? []).some((p: Json) => p.in === 'header' && p.name === 'idempotency-key');
+        const has = (status: string, code: string) => op.responses[status]?.['x-error-codes']?.includes(code) === true;
+        if (has('409', 'IDEMPOTENCY_IN_PROGRESS') !== keyed || has('422', 'IDEMPOTENCY_KEY_REUSED') !== keyed)
+          wrong.push(`${method.toUpperCase()} ${path}`);
+      }
+    }
+    expect(wrong).toEqual([]);
+    const approve = doc.paths['/api/approvals/{id}/approve'].post.responses;
+    expect(approve['404']['x-error-codes']).toEqual(['APPROVAL_NOT_FOUND']);
+    expect(approve['409'].description).toMatch(/^APPROVAL_NOT_PENDING: /);
+    const capture = doc.paths['/api/budgets/{address}/authorizations/{id}/capture'].post.responses;
+    expect(capture['409'].description).toMatch(/^AUTHORIZATION_NOT_HELD, IDEMPOTENCY_IN_PROGRESS: /);
   });
 
   it('gives an organization’s creation the 409 it answers', () => {

@@ -5,6 +5,8 @@ import type { FastifyInstance } from 'fastify';
 import fp from 'fastify-plugin';
 import { jsonSchemaTransform, jsonSchemaTransformObject } from 'fastify-type-provider-zod';
 import { stringify as stringifyYaml } from 'yaml';
+import { failureCodes } from '../http.ts';
+import { idempotencyHeaders } from '../idempotency.ts';
 import type { RateBucket } from '../rate-limiter.ts';
 import { requiredScope } from './auth.ts';
 
@@ -32,72 +34,73 @@ const statusText: Record<string, string> = {
   '200': 'OK',
   '201': 'Created',
   '202': 'Accepted: the job outlasted the wait; poll the Location (GET /api/jobs/{id}) for its result',
-  '400': 'Invalid request: VALIDATION_ERROR (with details [{path, message}]) or INVALID_JSON',
-  '401': 'UNAUTHORIZED: no API key, or one that is unknown, expired or revoked',
-  '403': 'FORBIDDEN: the API key lacks the scope this operation needs',
-  '404': 'Not found',
-  '409': 'Conflict',
-  '413': 'PAYLOAD_TOO_LARGE: the body exceeds 1 MiB',
-  '415': 'UNSUPPORTED_MEDIA_TYPE: the body must be application/json',
-  '422': 'Refused by a business rule',
-  '429': 'RATE_LIMITED: too many requests from this client; retry after Retry-After seconds',
-  '500': 'INTERNAL_ERROR: logged with the request id',
-  '503': 'SERVICE_UNAVAILABLE: a dependency is down; retry after Retry-After seconds',
 };
 
-/** A plausible error code for an example of a failure response. */
-function exampleCode(status: string, path: string): ErrorCode {
-  switch (status) {
-    case '400':
-      return 'VALIDATION_ERROR';
-    case '401':
-      return 'UNAUTHORIZED';
-    case '403':
-      return 'FORBIDDEN';
-    case '404':
-      return path.includes('/jobs/') ? 'JOB_NOT_FOUND' : path.includes('{address}') ? 'AGENT_NOT_FOUND' : 'NOT_FOUND';
-    case '409':
-      if (path.endsWith('/register')) return 'AGENT_ALREADY_REGISTERED';
-      if (path.endsWith('/rotate-secret')) return 'WEBHOOK_SECRET_LIMIT';
-      if (path === '/api/organizations') return 'ORGANIZATION_EXISTS';
-      return path.includes('/transactions/') ? 'TRANSACTION_CONFLICT' : 'IDEMPOTENCY_IN_PROGRESS';
-    case '413':
-      return 'PAYLOAD_TOO_LARGE';
-    case '415':
-      return 'UNSUPPORTED_MEDIA_TYPE';
-    case '422':
-      return path.endsWith('/spend') ? 'BUDGET_EXCEEDED' : 'AGENT_NOT_REGISTERED';
-    case '429':
-      return 'RATE_LIMITED';
-    case '503':
-      return 'SERVICE_UNAVAILABLE';
-    default:
-      return 'INTERNAL_ERROR';
-  }
+/** What a failure status means; its description adds the codes the operation answers it with. */
+const failureText: Record<string, string> = {
+  '400': "the request is invalid; a VALIDATION_ERROR's details list [{path, message}]",
+  '401': 'no API key, or one that is unknown, expired or revoked',
+  '403': 'the API key lacks the scope this operation needs, or may not act on this resource',
+  '404': 'not found',
+  '409': 'conflicts with the current state',
+  '410': 'gone',
+  '413': 'the body exceeds 1 MiB',
+  '415': 'the body must be application/json',
+  '422': 'refused by a business rule',
+  '429': 'too many requests from this client; retry after Retry-After seconds',
+  '500': 'logged with the request id',
+  '503': 'a dependency is down; retry after Retry-After seconds',
+};
+
+/** `CODE, CODE: what the status means`: the codes a client may branch on, first the one shown in the example. */
+function failureDescription(status: string, codes: readonly ErrorCode[]): string {
+  const text = failureText[status] ?? 'failure';
+  return codes.length ? `${codes.join(', ')}: ${text}` : text;
 }
 
+const AGENT = '0x52908400098527886e0f7030069857d2e4169ee7';
+
+/** Each code's message as the service words it, for the examples. */
 const exampleMessages: Partial<Record<ErrorCode, string>> = {
   VALIDATION_ERROR: 'request does not match the schema',
+  INVALID_JSON: 'request body is not valid JSON',
   UNAUTHORIZED: 'an API key is required: send Authorization: Bearer <key>',
   FORBIDDEN: 'this API key lacks the scope this operation needs',
-  AGENT_NOT_FOUND: 'agent 0x52908400098527886e0f7030069857d2e4169ee7 is not known',
-  JOB_NOT_FOUND: 'no job scores-6f1c2a8e',
-  NOT_FOUND: 'not found',
-  AGENT_ALREADY_REGISTERED: 'agent 0x52908400098527886e0f7030069857d2e4169ee7 is already registered',
+  AGENT_NOT_FOUND: `agent ${AGENT} is not known`,
+  BUDGET_NOT_FOUND: `agent ${AGENT} has no budget`,
+  JOB_NOT_FOUND: 'job scores-6f1c2a8e is not known (finished jobs are kept for a limited time)',
+  NOT_FOUND: 'what the path names is not known in this organization',
+  AUTHORIZATION_NOT_FOUND: 'no authorization 42 of this agent in this organization',
+  SPEND_NOT_FOUND: 'no spend 1042 of this agent in this organization',
+  DECISION_NOT_FOUND: 'no decision 01936f3e-8a2b-7c4d-9e5f-6a7b8c9d0e1f in this organization',
+  APPROVAL_NOT_FOUND: 'no approval 17 in this organization',
+  POLICY_NOT_FOUND: `agent ${AGENT} has no policy`,
+  AGENT_ALREADY_REGISTERED: `agent ${AGENT} is already registered`,
   ORGANIZATION_EXISTS: 'organization acme already exists',
   TRANSACTION_CONFLICT: 'transaction 0xab… is already recorded with different content',
   IDEMPOTENCY_IN_PROGRESS: 'a request with this Idempotency-Key is still being processed; retry shortly',
+  AUTHORIZATION_NOT_HELD: 'authorization 42 is captured, not held',
+  APPROVAL_NOT_PENDING: 'approval 17 is approved, not pending',
+  POLICY_VERSION_CONFLICT: `agent ${AGENT}'s policy is at version 4, not 3`,
+  WEBHOOK_DISABLED: 'webhook wh_3f9a1c0e5b7d2a64 is disabled; turn it on with PATCH {"enabled": true} first',
+  WEBHOOK_SECRET_LIMIT:
+    'webhook wh_3f9a1c0e5b7d2a64 has 5 previous secrets still signing deliveries: rotate with {"previousSecretExpiresIn": 0} to stop them now, or later',
   PAYLOAD_TOO_LARGE: 'request body exceeds the 1048576-byte limit',
   UNSUPPORTED_MEDIA_TYPE: 'Content-Type must be application/json',
   BUDGET_EXCEEDED: 'spend refused: DAILY_LIMIT',
-  AGENT_NOT_REGISTERED: 'agent 0x52908400098527886e0f7030069857d2e4169ee7 has been observed but is not registered',
+  BUDGET_NOT_SET: `agent ${AGENT} has no budget; set one before spending`,
+  AGENT_NOT_REGISTERED: `agent ${AGENT} has been observed but is not registered`,
+  ERC8004_IDENTITY_NOT_FOUND: `no ERC-8004 identity is indexed for ${AGENT} (its agentWallet, or the one identity it owns)`,
+  ERC8004_FEEDBACK_REFUSED: 'the Reputation Registry refuses it: self-feedback is not allowed',
+  IDEMPOTENCY_KEY_REUSED: 'this Idempotency-Key was used with a different request',
+  CAPTURE_EXCEEDS_HOLD: 'a capture of 2000 exceeds the 1000 held',
+  REFUND_NOT_ALLOWED: 'refund refused: the spend is already refunded in full',
   RATE_LIMITED: 'rate limit of 100 requests per 60 s exceeded; retry in 17 s',
   SERVICE_UNAVAILABLE: 'a dependency is unavailable; retry shortly',
   INTERNAL_ERROR: 'internal error; quote the requestId when reporting it',
 };
 
-function failureExample(status: string, path: string, scope: ApiKeyScope | null | undefined) {
-  const code = exampleCode(status, path);
+function failureExample(code: ErrorCode, scope: ApiKeyScope | null | undefined) {
   // The operation's own refusal of a key without its scope, as the authorize hook words it.
   const forbidden = code === 'FORBIDDEN' && scope;
   return {
@@ -162,6 +165,8 @@ interface RouteInfo {
   scope: ApiKeyScope | null;
   always: boolean;
   bucket: RateBucket | null;
+  /** The codes of each failure status (http.ts `failureCodes`). */
+  failures: Record<number, ErrorCode[]>;
 }
 
 /** Route pattern to OpenAPI path: `/api/agents/:address` → `/api/agents/{address}`. */
@@ -182,7 +187,11 @@ function finishDocument(doc: Json, routes: Map<string, RouteInfo>, limits: Opena
       const info = routes.get(`${method.toUpperCase()} ${path}`);
       const limit = info?.bucket && limits ? limits[info.bucket] : null;
       for (const [status, response] of Object.entries<Json>(op.responses ?? {})) {
-        if (!response.description || response.description === 'Default Response') {
+        const codes = Number(status) >= 400 ? (info?.failures[Number(status)] ?? []) : null;
+        if (codes) {
+          response.description = failureDescription(status, codes);
+          response['x-error-codes'] = codes;
+        } else if (!response.description || response.description === 'Default Response') {
           response.description = statusText[status] ?? 'Response';
         }
         response.headers = {
@@ -199,9 +208,8 @@ function finishDocument(doc: Json, routes: Map<string, RouteInfo>, limits: Opena
           ...(status === '401' && { 'WWW-Authenticate': ref('WWWAuthenticate') }),
         };
         const media = response.content?.['application/json'];
-        if (media && Number(status) >= 400 && media.example === undefined) {
-          media.example = failureExample(status, path, info?.scope);
-        }
+        const [first] = codes ?? [];
+        if (media && first && media.example === undefined) media.example = failureExample(first, info?.scope);
       }
       const notes: string[] = [];
       if (info?.scope) {
@@ -234,10 +242,21 @@ export const openapiPlugin = fp(
       const url = route.url;
       const api = url.startsWith('/api/');
       const bucket = api && config.rateLimit !== false ? (config.rateLimit ?? 'default') : null;
-      for (const method of [route.method].flat()) {
+      const methods = [route.method].flat();
+      const failures = failureCodes(
+        (route.schema?.response ?? {}) as Record<number, unknown>,
+        methods,
+        route.schema?.headers === idempotencyHeaders,
+      );
+      for (const method of methods) {
         // The same rule as the authorize hook; the dashboard's pages are not in the document.
         const scope = api ? requiredScope(url, method, config) : null;
-        routes.set(`${method} ${openapiPath(url)}`, { scope, always: config.alwaysAuthenticate === true, bucket });
+        routes.set(`${method} ${openapiPath(url)}`, {
+          scope,
+          always: config.alwaysAuthenticate === true,
+          bucket,
+          failures,
+        });
       }
     });
 

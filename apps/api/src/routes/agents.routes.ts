@@ -39,7 +39,7 @@ export const agentsRoutes: FastifyPluginAsyncZod<{ services: Services }> = async
       tags: ['agents'],
       summary: 'List agents (paginated, filterable)',
       querystring: listQuery,
-      response: responses({ 200: agentList }, [400]),
+      response: responses({ 200: agentList }),
     },
     handler: async (req) => ok(await services.agents.list(req.query)),
   });
@@ -50,7 +50,7 @@ export const agentsRoutes: FastifyPluginAsyncZod<{ services: Services }> = async
       tags: ['agents'],
       summary: 'An agent with its score and transaction totals',
       params: agentParams,
-      response: responses({ 200: agent }, [404]),
+      response: responses({ 200: agent }, { 404: ['AGENT_NOT_FOUND'] }),
     },
     handler: async (req) => ok(await services.agents.get(req.params.address)),
   });
@@ -61,7 +61,7 @@ export const agentsRoutes: FastifyPluginAsyncZod<{ services: Services }> = async
       tags: ['agents'],
       summary: 'The stored score, grade and color',
       params: agentParams,
-      response: responses({ 200: agentScore }, [404]),
+      response: responses({ 200: agentScore }, { 404: ['AGENT_NOT_FOUND'] }),
     },
     handler: async (req) => ok(await services.agents.getScore(req.params.address, { fresh: bypassesCache(req) })),
   });
@@ -73,7 +73,7 @@ export const agentsRoutes: FastifyPluginAsyncZod<{ services: Services }> = async
       summary: 'Every change of the agent’s score, with its source and reason, newest first (paginated)',
       params: agentParams,
       querystring: scoreHistoryQuery,
-      response: responses({ 200: scoreHistory }, [404]),
+      response: responses({ 200: scoreHistory }, { 404: ['AGENT_NOT_FOUND'] }),
     },
     handler: async (req) => ok(await services.agents.scoreHistory(req.params.address, req.query)),
   });
@@ -85,7 +85,7 @@ export const agentsRoutes: FastifyPluginAsyncZod<{ services: Services }> = async
       tags: ['agents'],
       summary: 'Register an agent (an observed agent keeps its history)',
       body: registerBody,
-      response: responses({ 201: agent }, [409, 413, 415]),
+      response: responses({ 201: agent }, { 409: ['AGENT_ALREADY_REGISTERED'] }),
     },
     handler: async (req, reply) => {
       reply.code(201);
@@ -101,7 +101,7 @@ export const agentsRoutes: FastifyPluginAsyncZod<{ services: Services }> = async
       summary: 'Set a registered agent’s score; the change is kept in its score history',
       params: agentParams,
       body: setScoreBody,
-      response: responses({ 200: scoreChange }, [403, 404, 413, 415, 422]),
+      response: responses({ 200: scoreChange }, { 404: ['AGENT_NOT_FOUND'], 422: ['AGENT_NOT_REGISTERED'] }),
     },
     handler: async (req) => ok(await services.agents.setScore(actorOf(req), req.params.address, req.body)),
   });
@@ -113,7 +113,10 @@ export const agentsRoutes: FastifyPluginAsyncZod<{ services: Services }> = async
       tags: ['agents'],
       summary: 'Set many registered agents’ scores atomically (parallel arrays, 1–1000 entries), via the queue',
       body: batchScoresBody,
-      response: responses({ 200: batchScoresResult, 202: jobAccepted }, [403, 404, 413, 415, 422]),
+      response: responses(
+        { 200: batchScoresResult, 202: jobAccepted },
+        { 404: ['AGENT_NOT_FOUND'], 422: ['AGENT_NOT_REGISTERED'] },
+      ),
     },
     handler: async (req, reply) => answer(reply, await services.scoring.batch(actorOf(req), req.body)),
   });
@@ -126,7 +129,7 @@ export const agentsRoutes: FastifyPluginAsyncZod<{ services: Services }> = async
       summary: 'Change a registered agent’s owner; the change and its time are recorded',
       params: agentParams,
       body: ownerBody,
-      response: responses({ 200: agent }, [403, 404, 413, 415, 422]),
+      response: responses({ 200: agent }, { 404: ['AGENT_NOT_FOUND'], 422: ['AGENT_NOT_REGISTERED'] }),
     },
     handler: async (req) => ok(await services.agents.setOwner(actorOf(req), req.params.address, req.body.owner)),
   });
@@ -138,7 +141,7 @@ export const agentsRoutes: FastifyPluginAsyncZod<{ services: Services }> = async
       summary: 'The organization’s policy for this agent (?version= for an earlier one)',
       params: agentParams,
       querystring: policyQuery,
-      response: responses({ 200: policy }, [404]),
+      response: responses({ 200: policy }, { 404: ['POLICY_NOT_FOUND', 'AGENT_NOT_FOUND'] }),
     },
     handler: async (req) => ok(await services.policies.get(actorOf(req), req.params.address, req.query.version)),
   });
@@ -150,7 +153,7 @@ export const agentsRoutes: FastifyPluginAsyncZod<{ services: Services }> = async
       summary: 'The versions of the organization’s policy for this agent, newest first, a page at a time',
       params: agentParams,
       querystring: policyVersionsQuery,
-      response: responses({ 200: policyVersions }, [404]),
+      response: responses({ 200: policyVersions }, { 404: ['AGENT_NOT_FOUND'] }),
     },
     handler: async (req) => ok(await services.policies.versions(actorOf(req), req.params.address, req.query)),
   });
@@ -163,7 +166,7 @@ export const agentsRoutes: FastifyPluginAsyncZod<{ services: Services }> = async
       summary: 'Replace the organization’s policy for this agent (a new version): ordered rules, first match wins',
       params: agentParams,
       body: policyBody,
-      response: responses({ 200: policy }, [404, 409, 413, 415]),
+      response: responses({ 200: policy }, { 404: ['AGENT_NOT_FOUND'], 409: ['POLICY_VERSION_CONFLICT'] }),
     },
     handler: async (req) => ok(await services.policies.put(actorOf(req), req.params.address, req.body)),
   });
@@ -176,7 +179,7 @@ export const agentsRoutes: FastifyPluginAsyncZod<{ services: Services }> = async
       summary: 'Delete the organization’s policy for this agent (the default policy applies again)',
       params: agentParams,
       body: noBody,
-      response: responses({ 200: policy }, [404, 413, 415]),
+      response: responses({ 200: policy }, { 404: ['POLICY_NOT_FOUND', 'AGENT_NOT_FOUND'] }),
     },
     handler: async (req) => ok(await services.policies.remove(actorOf(req), req.params.address)),
   });
@@ -187,7 +190,7 @@ export const agentsRoutes: FastifyPluginAsyncZod<{ services: Services }> = async
       tags: ['verification'],
       summary: 'Stored verifications of an address, newest first',
       params: agentParams,
-      response: responses({ 200: verificationList }, []),
+      response: responses({ 200: verificationList }),
     },
     handler: async (req) => ok({ verifications: await services.verification.list(req.params.address) }),
   });
@@ -202,7 +205,13 @@ export const agentsRoutes: FastifyPluginAsyncZod<{ services: Services }> = async
       params: agentParams,
       body: erc8004FeedbackBody,
       headers: idempotencyHeaders,
-      response: responses({ 200: erc8004FeedbackResult }, [403, 404, 413, 415, 422]),
+      response: responses(
+        { 200: erc8004FeedbackResult },
+        {
+          404: ['AGENT_NOT_FOUND'],
+          422: ['ERC8004_IDENTITY_NOT_FOUND', 'AGENT_NOT_REGISTERED', 'ERC8004_FEEDBACK_REFUSED'],
+        },
+      ),
     },
     handler: async (req, reply) =>
       idempotent(services, req, reply, (executor) =>
@@ -219,7 +228,7 @@ export const agentsRoutes: FastifyPluginAsyncZod<{ services: Services }> = async
       summary: 'A feedback file Vouch gave (the feedbackURI), exactly the bytes its feedbackHash covers',
       params: erc8004FileParams,
       response: {
-        ...responses({}, [404]),
+        ...responses({}, { 404: ['NOT_FOUND'] }),
         200: z.unknown().meta({ description: 'application/json: the feedback file as it was hashed' }),
       },
     },

@@ -12,7 +12,7 @@ export const approvalsRoutes: FastifyPluginAsyncZod<{ services: Services }> = as
       tags: ['decisions'],
       summary: 'The organization’s approval requests, newest first (?status=pending for the queue)',
       querystring: approvalsQuery,
-      response: responses({ 200: approvalList }, []),
+      response: responses({ 200: approvalList }),
     },
     handler: async (req) => ok(await services.approvals.list(actorOf(req), req.query)),
   });
@@ -23,7 +23,7 @@ export const approvalsRoutes: FastifyPluginAsyncZod<{ services: Services }> = as
       tags: ['decisions'],
       summary: 'An approval request and its state',
       params: approvalParams,
-      response: responses({ 200: approval }, [404]),
+      response: responses({ 200: approval }, { 404: ['APPROVAL_NOT_FOUND'] }),
     },
     handler: async (req) => ok(await services.approvals.get(actorOf(req), req.params.id)),
   });
@@ -37,7 +37,7 @@ export const approvalsRoutes: FastifyPluginAsyncZod<{ services: Services }> = as
         'Approve a pending review: a one-time grant for its payment, redeemed by POST /api/decisions {approvalId}',
       params: approvalParams,
       body: approveBody.nullish(),
-      response: responses({ 200: approval }, [404, 409, 413, 415]),
+      response: responses({ 200: approval }, { 404: ['APPROVAL_NOT_FOUND'], 409: ['APPROVAL_NOT_PENDING'] }),
     },
     handler: async (req) => ok(await services.approvals.approve(actorOf(req), req.params.id, req.body ?? {})),
   });
@@ -50,7 +50,7 @@ export const approvalsRoutes: FastifyPluginAsyncZod<{ services: Services }> = as
       summary: 'Deny a pending review; a hold reserved for it is released',
       params: approvalParams,
       body: denyApprovalBody.nullish(),
-      response: responses({ 200: approval }, [404, 409, 413, 415]),
+      response: responses({ 200: approval }, { 404: ['APPROVAL_NOT_FOUND'], 409: ['APPROVAL_NOT_PENDING'] }),
     },
     handler: async (req) => ok(await services.approvals.deny(actorOf(req), req.params.id, req.body ?? {})),
   });

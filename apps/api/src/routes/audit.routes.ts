@@ -17,7 +17,7 @@ export const auditRoutes: FastifyPluginAsyncZod<{ services: Services }> = async 
       tags: ['organizations'],
       summary: 'The organization’s audit log, newest first (paginated; filters: action, target, actorKeyId, from, to)',
       querystring: auditQuery,
-      response: responses({ 200: auditList }, [401, 403, 404]),
+      response: responses({ 200: auditList }, { 404: ['NOT_FOUND'] }),
     },
     handler: async (req) => ok(await services.audit.list(actorOf(req), req.query)),
   });
@@ -31,7 +31,7 @@ export const auditRoutes: FastifyPluginAsyncZod<{ services: Services }> = async 
         'The whole chain, oldest first, as JSON lines (application/x-ndjson): each line’s hash can be checked with sha256',
       querystring: auditExportQuery,
       response: {
-        ...responses({}, [401, 403, 404]),
+        ...responses({}, { 404: ['NOT_FOUND'] }),
         200: {
           description: 'application/x-ndjson: one `{organizationId, seq, createdAt, entry, prevHash, hash}` per line',
           content: { 'application/x-ndjson': { schema: z.string() } },

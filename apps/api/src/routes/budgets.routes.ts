@@ -37,7 +37,7 @@ export const budgetsRoutes: FastifyPluginAsyncZod<{ services: Services }> = asyn
       summary: 'Limits, and what is spent and held in the current UTC day and month (?asset= for a per-asset budget)',
       params: agentParams,
       querystring: assetQuery,
-      response: responses({ 200: budget }, [404]),
+      response: responses({ 200: budget }, { 404: ['BUDGET_NOT_FOUND', 'AGENT_NOT_FOUND'] }),
     },
     handler: async (req) => ok(await services.budgets.get(actorOf(req), req.params.address, req.query.asset)),
   });
@@ -50,7 +50,7 @@ export const budgetsRoutes: FastifyPluginAsyncZod<{ services: Services }> = asyn
       summary: 'Set limits (first set: dailyLimit and monthlyLimit; perTxLimit defaults to dailyLimit)',
       params: agentParams,
       body: setBudgetBody,
-      response: responses({ 200: budget }, [404, 413, 415, 422]),
+      response: responses({ 200: budget }, { 404: ['AGENT_NOT_FOUND'], 422: ['AGENT_NOT_REGISTERED'] }),
     },
     handler: async (req) => ok(await services.budgets.set(actorOf(req), req.params.address, req.body)),
   });
@@ -64,7 +64,7 @@ export const budgetsRoutes: FastifyPluginAsyncZod<{ services: Services }> = asyn
       summary: 'Would this spend be allowed now? Changes nothing',
       params: agentParams,
       body: amountBody,
-      response: responses({ 200: budgetCheck }, [404, 413, 415]),
+      response: responses({ 200: budgetCheck }, { 404: ['AGENT_NOT_FOUND'] }),
     },
     handler: async (req) =>
       ok(await services.budgets.check(actorOf(req), req.params.address, req.body, { fresh: bypassesCache(req) })),
@@ -79,7 +79,10 @@ export const budgetsRoutes: FastifyPluginAsyncZod<{ services: Services }> = asyn
       params: agentParams,
       body: amountBody,
       headers: idempotencyHeaders,
-      response: responses({ 200: spendResult }, [404, 409, 413, 415, 422]),
+      response: responses(
+        { 200: spendResult },
+        { 404: ['AGENT_NOT_FOUND'], 422: ['BUDGET_EXCEEDED', 'BUDGET_NOT_SET', 'AGENT_NOT_REGISTERED'] },
+      ),
     },
     handler: async (req, reply) =>
       idempotent(services, req, reply, (executor, afterCommit) =>
@@ -96,7 +99,10 @@ export const budgetsRoutes: FastifyPluginAsyncZod<{ services: Services }> = asyn
       params: agentParams,
       body: authorizeBody,
       headers: idempotencyHeaders,
-      response: responses({ 201: authorizationResult }, [404, 409, 413, 415, 422]),
+      response: responses(
+        { 201: authorizationResult },
+        { 404: ['AGENT_NOT_FOUND'], 422: ['BUDGET_EXCEEDED', 'BUDGET_NOT_SET', 'AGENT_NOT_REGISTERED'] },
+      ),
     },
     handler: async (req, reply) =>
       idempotent(
@@ -116,7 +122,7 @@ export const budgetsRoutes: FastifyPluginAsyncZod<{ services: Services }> = asyn
       summary: 'The agent’s holds in this organization, newest first (paginated, filter by status)',
       params: agentParams,
       querystring: listAuthorizationsQuery,
-      response: responses({ 200: authorizationList }, []),
+      response: responses({ 200: authorizationList }),
     },
     handler: async (req) => ok(await services.authorizations.list(actorOf(req), req.params.address, req.query)),
   });
@@ -127,7 +133,7 @@ export const budgetsRoutes: FastifyPluginAsyncZod<{ services: Services }> = asyn
       tags: ['budgets'],
       summary: 'A hold, its state, and what the sanctions screen would find if it were captured now',
       params: authorizationParams,
-      response: responses({ 200: authorizationState }, [404]),
+      response: responses({ 200: authorizationState }, { 404: ['AUTHORIZATION_NOT_FOUND'] }),
     },
     handler: async (req) => ok(await services.authorizations.get(actorOf(req), req.params.address, req.params.id)),
   });
@@ -141,7 +147,14 @@ export const budgetsRoutes: FastifyPluginAsyncZod<{ services: Services }> = asyn
       params: authorizationParams,
       body: captureBody.nullish(),
       headers: idempotencyHeaders,
-      response: responses({ 200: captureResult }, [404, 409, 413, 415, 422]),
+      response: responses(
+        { 200: captureResult },
+        {
+          404: ['AUTHORIZATION_NOT_FOUND'],
+          409: ['AUTHORIZATION_NOT_HELD'],
+          422: ['CAPTURE_EXCEEDS_HOLD', 'BUDGET_EXCEEDED'],
+        },
+      ),
     },
     handler: async (req, reply) =>
       idempotent(services, req, reply, (executor, afterCommit) =>
@@ -165,7 +178,10 @@ export const budgetsRoutes: FastifyPluginAsyncZod<{ services: Services }> = asyn
       params: authorizationParams,
       body: noBody,
       headers: idempotencyHeaders,
-      response: responses({ 200: authorization }, [404, 409, 413, 415]),
+      response: responses(
+        { 200: authorization },
+        { 404: ['AUTHORIZATION_NOT_FOUND'], 409: ['AUTHORIZATION_NOT_HELD'] },
+      ),
     },
     handler: async (req, reply) =>
       idempotent(services, req, reply, (executor, afterCommit) =>
@@ -180,7 +196,7 @@ export const budgetsRoutes: FastifyPluginAsyncZod<{ services: Services }> = asyn
       summary: 'The ledger: spends, captures and refused attempts in this organization, newest first (paginated)',
       params: agentParams,
       querystring: listSpendsQuery,
-      response: responses({ 200: spendList }, [404]),
+      response: responses({ 200: spendList }, { 404: ['AGENT_NOT_FOUND'] }),
     },
     handler: async (req) => ok(await services.budgets.listSpends(actorOf(req), req.params.address, req.query)),
   });
@@ -196,7 +212,7 @@ export const budgetsRoutes: FastifyPluginAsyncZod<{ services: Services }> = asyn
       params: spendParams,
       body: refundBody.nullish(),
       headers: idempotencyHeaders,
-      response: responses({ 201: refundResult }, [404, 409, 413, 415, 422]),
+      response: responses({ 201: refundResult }, { 404: ['SPEND_NOT_FOUND'], 422: ['REFUND_NOT_ALLOWED'] }),
     },
     handler: async (req, reply) =>
       idempotent(

@@ -17,7 +17,7 @@ export const decisionsRoutes: FastifyPluginAsyncZod<{ services: Services }> = as
         'with hold, an allow also holds the amount',
       body: decisionBody,
       headers: idempotencyHeaders,
-      response: responses({ 200: decision }, [409, 413, 415, 422]),
+      response: responses({ 200: decision }),
     },
     handler: async (req, reply) =>
       idempotent(services, req, reply, (executor, afterCommit) =>
@@ -31,7 +31,7 @@ export const decisionsRoutes: FastifyPluginAsyncZod<{ services: Services }> = as
       tags: ['decisions'],
       summary: 'A stored decision: its inputs, reasons, and the score, list, budget and policy version it saw',
       params: decisionParams,
-      response: responses({ 200: decision }, [404]),
+      response: responses({ 200: decision }, { 404: ['DECISION_NOT_FOUND'] }),
     },
     handler: async (req) => ok(await services.decisions.get(actorOf(req), req.params.id)),
   });

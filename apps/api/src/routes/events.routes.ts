@@ -13,7 +13,7 @@ export const eventsRoutes: FastifyPluginAsyncZod<{ services: Services }> = async
       summary:
         'The organization’s events in the order they were written, after a cursor (filters: type, agent, since); poll with nextCursor',
       querystring: eventsQuery,
-      response: responses({ 200: eventList }, [400]),
+      response: responses({ 200: eventList }),
     },
     handler: async (req) => ok(await services.events.list(actorOf(req), req.query)),
   });
@@ -24,7 +24,7 @@ export const eventsRoutes: FastifyPluginAsyncZod<{ services: Services }> = async
       tags: ['events'],
       summary: 'One event by its id (the `webhook-id` of its deliveries)',
       params: eventParams,
-      response: responses({ 200: event }, [404]),
+      response: responses({ 200: event }, { 404: ['NOT_FOUND'] }),
     },
     handler: async (req) => ok(await services.events.get(actorOf(req), req.params.id)),
   });

@@ -12,7 +12,7 @@ export const jobsRoutes: FastifyPluginAsyncZod<{ services: Services }> = async (
       tags: ['jobs'],
       summary: 'Status, progress and result of a queued job',
       params: jobParams,
-      response: responses({ 200: jobInfo }, [404]),
+      response: responses({ 200: jobInfo }, { 404: ['JOB_NOT_FOUND'] }),
     },
     handler: async (req) => ok(await services.scoring.get(actorOf(req), req.params.id)),
   });

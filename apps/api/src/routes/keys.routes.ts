@@ -17,7 +17,7 @@ export const keysRoutes: FastifyPluginAsyncZod<{ services: Services }> = async (
       summary:
         'Create an API key in the caller’s organization (the operator: any); the secret is in this response only',
       body: createApiKeyBody,
-      response: responses({ 201: createdApiKey }, [401, 403, 413, 415]),
+      response: responses({ 201: createdApiKey }),
     },
     handler: async (req, reply) => {
       reply.code(201);
@@ -32,7 +32,7 @@ export const keysRoutes: FastifyPluginAsyncZod<{ services: Services }> = async (
       tags: ['keys'],
       summary:
         'The organization’s API keys (every organization’s for the operator) with scopes and status, without secrets',
-      response: responses({ 200: apiKeyList }, [401, 403]),
+      response: responses({ 200: apiKeyList }),
     },
     handler: async (req) => ok(await services.keys.list(actorOf(req))),
   });
@@ -45,7 +45,7 @@ export const keysRoutes: FastifyPluginAsyncZod<{ services: Services }> = async (
       summary: 'Revoke an API key (at once on this replica, within seconds on the others)',
       params: apiKeyParams,
       body: noBody,
-      response: responses({ 200: apiKey }, [401, 403, 404, 413, 415]),
+      response: responses({ 200: apiKey }, { 404: ['NOT_FOUND'] }),
     },
     handler: async (req) => ok(await services.keys.revoke(actorOf(req), req.params.id)),
   });

@@ -22,7 +22,7 @@ export const organizationsRoutes: FastifyPluginAsyncZod<{ services: Services }> 
       tags: ['organizations'],
       summary: 'Create an organization (operator only); then create its first key with POST /api/keys {organizationId}',
       body: createOrganizationBody,
-      response: responses({ 201: organization }, [401, 403, 409, 413, 415]),
+      response: responses({ 201: organization }, { 409: ['ORGANIZATION_EXISTS'] }),
     },
     handler: async (req, reply) => {
       reply.code(201);
@@ -36,7 +36,7 @@ export const organizationsRoutes: FastifyPluginAsyncZod<{ services: Services }> 
       operationId: 'listOrganizations',
       tags: ['organizations'],
       summary: 'Every organization (operator), or the caller’s own',
-      response: responses({ 200: organizationList }, [401, 403]),
+      response: responses({ 200: organizationList }),
     },
     handler: async (req) => ok(await services.organizations.list(actorOf(req))),
   });
@@ -48,7 +48,7 @@ export const organizationsRoutes: FastifyPluginAsyncZod<{ services: Services }> 
       tags: ['organizations'],
       summary: 'An organization: the caller’s own, or any for the operator',
       params: organizationParams,
-      response: responses({ 200: organization }, [401, 403, 404]),
+      response: responses({ 200: organization }, { 404: ['NOT_FOUND'] }),
     },
     handler: async (req) => ok(await services.organizations.get(actorOf(req), req.params.id)),
   });
@@ -61,7 +61,7 @@ export const organizationsRoutes: FastifyPluginAsyncZod<{ services: Services }> 
       summary: 'Rename an organization or change its shared rate limit (operator only)',
       params: organizationParams,
       body: updateOrganizationBody,
-      response: responses({ 200: organization }, [401, 403, 404, 413, 415]),
+      response: responses({ 200: organization }, { 404: ['NOT_FOUND'] }),
     },
     handler: async (req) => ok(await services.organizations.update(actorOf(req), req.params.id, req.body)),
   });

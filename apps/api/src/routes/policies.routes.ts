@@ -12,7 +12,7 @@ export const policiesRoutes: FastifyPluginAsyncZod<{ services: Services }> = asy
       tags: ['decisions'],
       summary: 'The organization’s default policy (?version= for an earlier one)',
       querystring: policyQuery,
-      response: responses({ 200: policy }, [404]),
+      response: responses({ 200: policy }, { 404: ['POLICY_NOT_FOUND'] }),
     },
     handler: async (req) => ok(await services.policies.get(actorOf(req), null, req.query.version)),
   });
@@ -23,7 +23,7 @@ export const policiesRoutes: FastifyPluginAsyncZod<{ services: Services }> = asy
       tags: ['decisions'],
       summary: 'The versions of the default policy, newest first, a page at a time',
       querystring: policyVersionsQuery,
-      response: responses({ 200: policyVersions }, []),
+      response: responses({ 200: policyVersions }),
     },
     handler: async (req) => ok(await services.policies.versions(actorOf(req), null, req.query)),
   });
@@ -35,7 +35,7 @@ export const policiesRoutes: FastifyPluginAsyncZod<{ services: Services }> = asy
       tags: ['decisions'],
       summary: 'Replace the default policy (a new version): ordered rules, first match wins, deny when none matches',
       body: policyBody,
-      response: responses({ 200: policy }, [409, 413, 415]),
+      response: responses({ 200: policy }, { 409: ['POLICY_VERSION_CONFLICT'] }),
     },
     handler: async (req) => ok(await services.policies.put(actorOf(req), null, req.body)),
   });
@@ -47,7 +47,7 @@ export const policiesRoutes: FastifyPluginAsyncZod<{ services: Services }> = asy
       tags: ['decisions'],
       summary: 'Delete the default policy (a version without rules; the history stays)',
       body: noBody,
-      response: responses({ 200: policy }, [404, 413, 415]),
+      response: responses({ 200: policy }, { 404: ['POLICY_NOT_FOUND'] }),
     },
     handler: async (req) => ok(await services.policies.remove(actorOf(req), null)),
   });

@@ -33,7 +33,7 @@ export const scoresRoutes: FastifyPluginAsyncZod<{ services: Services }> = async
       tags: ['scores'],
       summary: 'Agents as address, score and grade, for external workflows (same pagination as /api/agents)',
       querystring: listQuery,
-      response: responses({ 200: workflowList }, [400]),
+      response: responses({ 200: workflowList }),
     },
     handler: async (req) => {
       const page = await services.agents.list(req.query);
@@ -51,7 +51,7 @@ export const scoresRoutes: FastifyPluginAsyncZod<{ services: Services }> = async
       tags: ['scores'],
       summary: 'The score model applied to the agent’s recorded data, factor by factor',
       params: agentParams,
-      response: responses({ 200: scoreBreakdown }, [404]),
+      response: responses({ 200: scoreBreakdown }, { 404: ['AGENT_NOT_FOUND'] }),
     },
     handler: async (req) => ok(await services.scores.breakdown(req.params.address)),
   });
@@ -64,7 +64,7 @@ export const scoresRoutes: FastifyPluginAsyncZod<{ services: Services }> = async
       tags: ['scores'],
       summary: 'Stateless: the score model over the data given; nothing is stored',
       body: computeBody,
-      response: responses({ 200: computeResult }, [413, 415]),
+      response: responses({ 200: computeResult }),
     },
     handler: async (req) => ok(services.scores.compute(req.body)),
   });
@@ -76,7 +76,7 @@ export const scoresRoutes: FastifyPluginAsyncZod<{ services: Services }> = async
       tags: ['scores'],
       summary: 'Run the score model over the given agents (or all) and store the new scores, split across workers',
       body: recomputeBody,
-      response: responses({ 200: recomputeResult, 202: jobAccepted }, [404, 413, 415]),
+      response: responses({ 200: recomputeResult, 202: jobAccepted }, { 404: ['AGENT_NOT_FOUND'] }),
     },
     handler: async (req, reply) => answer(reply, await services.scoring.recompute(actorOf(req), req.body)),
   });
@@ -89,7 +89,7 @@ export const scoresRoutes: FastifyPluginAsyncZod<{ services: Services }> = async
       tags: ['scores'],
       summary: 'Four-factor anomaly check of a transaction against the agent’s own history (queued); stored',
       body: anomalyBody,
-      response: responses({ 200: anomalyResult, 202: jobAccepted }, [413, 415]),
+      response: responses({ 200: anomalyResult, 202: jobAccepted }),
     },
     handler: async (req, reply) => answer(reply, await services.checks.anomaly(actorOf(req), req.body)),
   });
@@ -101,7 +101,7 @@ export const scoresRoutes: FastifyPluginAsyncZod<{ services: Services }> = async
       tags: ['scores'],
       summary: 'Off-chain enrichment: sanctions, reputation 0–100 and risk level from the agent’s data',
       body: agentBody,
-      response: responses({ 200: enrichResult }, [413, 415]),
+      response: responses({ 200: enrichResult }),
     },
     handler: async (req) => ok(await services.enrich.enrich(actorOf(req).organizationId, req.body.agent)),
   });

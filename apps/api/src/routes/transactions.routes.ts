@@ -21,7 +21,7 @@ export const transactionsRoutes: FastifyPluginAsyncZod<{ services: Services }> =
       summary: 'The agent’s recorded transactions, newest recorded first (paginated)',
       params: agentParams,
       querystring: listTransactionsQuery,
-      response: responses({ 200: transactionList }, [404]),
+      response: responses({ 200: transactionList }, { 404: ['AGENT_NOT_FOUND'] }),
     },
     handler: async (req) => ok(await services.transactions.list(req.params.address, req.query)),
   });
@@ -32,7 +32,7 @@ export const transactionsRoutes: FastifyPluginAsyncZod<{ services: Services }> =
       tags: ['transactions'],
       summary: 'Counts and volume from the agent’s recorded transactions',
       params: agentParams,
-      response: responses({ 200: transactionStats }, [404]),
+      response: responses({ 200: transactionStats }, { 404: ['AGENT_NOT_FOUND'] }),
     },
     handler: async (req) => ok(await services.transactions.stats(req.params.address)),
   });
@@ -45,7 +45,7 @@ export const transactionsRoutes: FastifyPluginAsyncZod<{ services: Services }> =
       summary: 'Record a transaction (idempotent on agent + txHash); an unknown agent becomes observed',
       body: recordBody,
       headers: idempotencyHeaders,
-      response: responses({ 201: transactionRecord, 200: transactionRecord }, [403, 409, 413, 415, 422]),
+      response: responses({ 201: transactionRecord, 200: transactionRecord }, { 409: ['TRANSACTION_CONFLICT'] }),
     },
     handler: async (req, reply) => {
       const result = await idempotent(

@@ -14,7 +14,7 @@ export const verifyRoutes: FastifyPluginAsyncZod<{ services: Services }> = async
       tags: ['verification'],
       summary: 'Run the 8 verification checks on an address (queued); the result is stored',
       body: addressBody,
-      response: responses({ 200: verificationResult, 202: jobAccepted }, [413, 415]),
+      response: responses({ 200: verificationResult, 202: jobAccepted }),
     },
     handler: async (req, reply) => answer(reply, await services.checks.verify(actorOf(req), req.body.address)),
   });
@@ -26,7 +26,7 @@ export const verifyRoutes: FastifyPluginAsyncZod<{ services: Services }> = async
       tags: ['verification'],
       summary: 'Screen an address against the OFAC SDN digital-currency addresses (queued); kept',
       body: addressBody,
-      response: responses({ 200: screeningResult, 202: jobAccepted }, [413, 415]),
+      response: responses({ 200: screeningResult, 202: jobAccepted }),
     },
     handler: async (req, reply) => answer(reply, await services.checks.screen(actorOf(req), req.body.address)),
   });

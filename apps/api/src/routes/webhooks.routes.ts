@@ -33,7 +33,7 @@ export const webhooksRoutes: FastifyPluginAsyncZod<{ services: Services }> = asy
       tags: ['events'],
       summary: 'Subscribe an endpoint to event types; the signing secret is in this answer only',
       body: createWebhookBody,
-      response: responses({ 201: createdWebhook }, [413, 415]),
+      response: responses({ 201: createdWebhook }),
     },
     handler: async (req, reply) => {
       reply.code(201);
@@ -47,7 +47,7 @@ export const webhooksRoutes: FastifyPluginAsyncZod<{ services: Services }> = asy
       operationId: 'listWebhooks',
       tags: ['events'],
       summary: 'The organization’s webhook endpoints, without secrets',
-      response: responses({ 200: webhookList }, []),
+      response: responses({ 200: webhookList }),
     },
     handler: async (req) => ok(await services.webhooks.list(actorOf(req))),
   });
@@ -59,7 +59,7 @@ export const webhooksRoutes: FastifyPluginAsyncZod<{ services: Services }> = asy
       tags: ['events'],
       summary: 'A webhook endpoint and its state (enabled, failing since, last success)',
       params: webhookParams,
-      response: responses({ 200: webhook }, [404]),
+      response: responses({ 200: webhook }, { 404: ['NOT_FOUND'] }),
     },
     handler: async (req) => ok(await services.webhooks.get(actorOf(req), req.params.id)),
   });
@@ -72,7 +72,7 @@ export const webhooksRoutes: FastifyPluginAsyncZod<{ services: Services }> = asy
       summary: 'Change an endpoint’s URL, event types or description, or turn it off and on',
       params: webhookParams,
       body: updateWebhookBody,
-      response: responses({ 200: webhook }, [404, 413, 415]),
+      response: responses({ 200: webhook }, { 404: ['NOT_FOUND'] }),
     },
     handler: async (req) => ok(await services.webhooks.update(actorOf(req), req.params.id, req.body)),
   });
@@ -85,7 +85,7 @@ export const webhooksRoutes: FastifyPluginAsyncZod<{ services: Services }> = asy
       summary: 'Delete an endpoint and its deliveries (nothing more is sent to it)',
       params: webhookParams,
       body: noBody,
-      response: responses({ 200: webhook }, [404, 413, 415]),
+      response: responses({ 200: webhook }, { 404: ['NOT_FOUND'] }),
     },
     handler: async (req) => ok(await services.webhooks.remove(actorOf(req), req.params.id)),
   });
@@ -100,7 +100,7 @@ export const webhooksRoutes: FastifyPluginAsyncZod<{ services: Services }> = asy
         'or previousSecretExpiresIn seconds (0: every previous secret stops now)',
       params: webhookParams,
       body: rotateSecretBody,
-      response: responses({ 200: rotatedSecret }, [404, 409, 413, 415]),
+      response: responses({ 200: rotatedSecret }, { 404: ['NOT_FOUND'], 409: ['WEBHOOK_SECRET_LIMIT'] }),
     },
     handler: async (req) => ok(await services.webhooks.rotateSecret(actorOf(req), req.params.id, req.body)),
   });
@@ -113,7 +113,7 @@ export const webhooksRoutes: FastifyPluginAsyncZod<{ services: Services }> = asy
       summary: 'Send a webhook.test event to this endpoint only; follow it in its deliveries',
       params: webhookParams,
       body: noBody,
-      response: responses({ 202: testDelivery }, [404, 409, 413, 415]),
+      response: responses({ 202: testDelivery }, { 404: ['NOT_FOUND'], 409: ['WEBHOOK_DISABLED'] }),
     },
     handler: async (req, reply) => {
       reply.code(202);
@@ -129,7 +129,7 @@ export const webhooksRoutes: FastifyPluginAsyncZod<{ services: Services }> = asy
       summary: 'The endpoint’s deliveries, newest first, each with its attempts (status codes and timings)',
       params: webhookParams,
       querystring: deliveriesQuery,
-      response: responses({ 200: deliveryList }, [404]),
+      response: responses({ 200: deliveryList }, { 404: ['NOT_FOUND'] }),
     },
     handler: async (req) => ok(await services.webhooks.deliveries(actorOf(req), req.params.id, req.query)),
   });
@@ -142,7 +142,7 @@ export const webhooksRoutes: FastifyPluginAsyncZod<{ services: Services }> = asy
       summary: 'Send one delivery again now (its attempts start over)',
       params: deliveryParams,
       body: noBody,
-      response: responses({ 202: delivery }, [404, 409, 413, 415]),
+      response: responses({ 202: delivery }, { 404: ['NOT_FOUND'], 409: ['WEBHOOK_DISABLED'] }),
     },
     handler: async (req, reply) => {
       reply.code(202);
@@ -158,7 +158,7 @@ export const webhooksRoutes: FastifyPluginAsyncZod<{ services: Services }> = asy
       summary: 'Send the events of a time range again to this endpoint (those it has not received)',
       params: webhookParams,
       body: replayBody,
-      response: responses({ 202: replayResult }, [404, 409, 413, 415]),
+      response: responses({ 202: replayResult }, { 404: ['NOT_FOUND'], 409: ['WEBHOOK_DISABLED'] }),
     },
     handler: async (req, reply) => {
       reply.code(202);
