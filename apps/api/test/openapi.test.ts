@@ -1,6 +1,14 @@
 import { errorStatus } from '@vouch/core';
 import { type ErrorCode, errorCodes, failureEnvelope } from '@vouch/schemas';
-import { createTestApp, type TestContext } from '@vouch/testkit';
+import {
+  createAgent,
+  createAgentWithBudget,
+  createTestApp,
+  post,
+  randomAddress,
+  randomTxHash,
+  type TestContext,
+} from '@vouch/testkit';
 import type { RouteOptions } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
@@ -246,6 +254,82 @@ describe('the OpenAPI document', () => {
   it('gives an organization’s creation the 409 it answers', () => {
     const conflict = doc.paths['/api/organizations'].post.responses['409'].content['application/json'].example;
     expect(conflict.error.code).toBe('ORGANIZATION_EXISTS');
+  });
+});
+
+/** The codes the document declares for this operation's status (the route pattern as Fastify has it). */
+function declared(method: string, url: string, status: number): string[] {
+  return doc.paths[openapiPath(url)]?.[method.toLowerCase()]?.responses[String(status)]?.['x-error-codes'] ?? [];
+}
+
+describe('the codes the document declares', () => {
+  /** Sends the request and expects its failure, with a code the document declares for its status. */
+  async function refused(method: 'GET' | 'POST' | 'PUT', route: string, url: string, payload?: object) {
+    const res = await t.app.inject({ method, url, ...(payload && { payload }) });
+    expect(res.statusCode, res.body).toBeGreaterThanOrEqual(400);
+    const { code } = failureEnvelope.parse(res.json()).error;
+    expect(declared(method, route, res.statusCode), `${method} ${route} ${res.statusCode}`).toContain(code);
+    return { status: res.statusCode, code };
+  }
+
+  it('are what the routes answer: an unknown approval, a second registration, a capture of a captured hold', async () => {
+    expect(await refused('GET', '/api/approvals/:id', '/api/approvals/987654')).toEqual({
+      status: 404,
+      code: 'APPROVAL_NOT_FOUND',
+    });
+    expect((await refused('POST', '/api/approvals/:id/approve', '/api/approvals/987654/approve', {})).status).toBe(404);
+
+    const agent = await createAgent(t.app);
+    expect(await refused('POST', '/api/agents/register', '/api/agents/register', { address: agent })).toEqual({
+      status: 409,
+      code: 'AGENT_ALREADY_REGISTERED',
+    });
+
+    const funded = await createAgentWithBudget(t.app, { dailyLimit: '1000', monthlyLimit: '5000' });
+    const hold = await post(t.app, `/api/budgets/${funded}/authorizations`, { amount: '100' });
+    expect(hold.statusCode, hold.body).toBe(201);
+    const capture = `/api/budgets/${funded}/authorizations/${hold.json().data.authorizationId}/capture`;
+    const route = '/api/budgets/:address/authorizations/:id/capture';
+    expect((await t.app.inject({ method: 'POST', url: capture, payload: {} })).statusCode).toBe(200);
+    expect(await refused('POST', route, capture, {})).toEqual({ status: 409, code: 'AUTHORIZATION_NOT_HELD' });
+    const unknownHold = `/api/budgets/${funded}/authorizations/987654/capture`;
+    expect((await refused('POST', route, unknownHold, {})).code).toBe('AUTHORIZATION_NOT_FOUND');
+  });
+
+  it('are what a spend answers: over a limit, without a budget, for an unknown or observed agent', async () => {
+    const route = '/api/budgets/:address/spend';
+    const spend = (agent: string) => refused('POST', route, `/api/budgets/${agent}/spend`, { amount: '2000' });
+    const funded = await createAgentWithBudget(t.app, { dailyLimit: '1000', monthlyLimit: '5000' });
+    expect(await spend(funded)).toEqual({ status: 422, code: 'BUDGET_EXCEEDED' });
+    expect(await spend(await createAgent(t.app))).toEqual({ status: 422, code: 'BUDGET_NOT_SET' });
+    expect(await spend(randomAddress())).toEqual({ status: 404, code: 'AGENT_NOT_FOUND' });
+    const observed = randomAddress();
+    const tx = await post(t.app, '/api/transactions/record', {
+      agent: observed,
+      txHash: randomTxHash(),
+      amount: '1',
+      type: 0,
+    });
+    expect(tx.statusCode, tx.body).toBe(201);
+    expect(await spend(observed)).toEqual({ status: 422, code: 'AGENT_NOT_REGISTERED' });
+  });
+
+  it('are what the policies, refunds and webhooks answer', async () => {
+    const conflict = await refused('PUT', '/api/policies/default', '/api/policies/default', {
+      rules: [{ name: 'all', action: 'allow' }],
+      expectedVersion: 99,
+    });
+    expect(conflict).toEqual({ status: 409, code: 'POLICY_VERSION_CONFLICT' });
+    const agent = await createAgent(t.app);
+    const refund = `/api/budgets/${agent}/spends/987654/refund`;
+    expect(await refused('POST', '/api/budgets/:address/spends/:spendId/refund', refund, {})).toEqual({
+      status: 404,
+      code: 'SPEND_NOT_FOUND',
+    });
+    expect(await refused('GET', '/api/webhooks/:id', '/api/webhooks/wh_0000000000000000')).toEqual({
+      status: 404,
+      code: 'NOT_FOUND',
+    });
   });
 });
 
