@@ -23,7 +23,6 @@ type ResponseMap = Record<number, z.ZodType> & { [declared]?: Failures };
 /** The statuses any route may answer, whatever it declares, each with its one fixed code. */
 const genericCodes: Record<number, readonly ErrorCode[]> = {
   400: ['VALIDATION_ERROR'],
-  // 401/403: any route may refuse a missing or insufficient API key when AUTH is on.
   401: ['UNAUTHORIZED'],
   403: ['FORBIDDEN'],
   413: ['PAYLOAD_TOO_LARGE'],
@@ -33,12 +32,14 @@ const genericCodes: Record<number, readonly ErrorCode[]> = {
   503: ['SERVICE_UNAVAILABLE'],
 };
 
+// 401/403: any route may refuse a missing or insufficient API key when AUTH is on; any may meet a
+// bad parameter, the rate limit, an outage or a bug.
 const ALWAYS = [400, 401, 403, 429, 500, 503];
 
 /**
- * Response schemas of a route: the success envelope for each success status and the failure
- * envelope for each status in `failures`, with the codes the route answers it with, and for the
- * generic ones (these feed the OpenAPI document).
+ * Response schemas of a route: the success envelope for each success status, the failure
+ * envelope for each generic status and each of `failures`, whose codes are kept for the OpenAPI
+ * document.
  */
 export function responses(success: Record<number, z.ZodType>, failures: Failures = {}): Record<number, z.ZodType> {
   const map: ResponseMap = {};

@@ -69,7 +69,7 @@ const exampleMessages: Partial<Record<ErrorCode, string>> = {
   AGENT_NOT_FOUND: `agent ${AGENT} is not known`,
   BUDGET_NOT_FOUND: `agent ${AGENT} has no budget`,
   JOB_NOT_FOUND: 'job scores-6f1c2a8e is not known (finished jobs are kept for a limited time)',
-  NOT_FOUND: 'what the path names is not known in this organization',
+  NOT_FOUND: 'what the request names is not known in this organization',
   AUTHORIZATION_NOT_FOUND: 'no authorization 42 of this agent in this organization',
   SPEND_NOT_FOUND: 'no spend 1042 of this agent in this organization',
   DECISION_NOT_FOUND: 'no decision 01936f3e-8a2b-7c4d-9e5f-6a7b8c9d0e1f in this organization',
@@ -115,6 +115,15 @@ function failureExample(code: ErrorCode, scope: ApiKeyScope | null | undefined) 
       requestId: '6f1c2a8e-3b7d-4e0a-9c55-1d2e3f4a5b6c',
     },
   };
+}
+
+/** A failure response names the codes it can carry, in its description and `x-error-codes`; its example shows the first. */
+function describeFailure(response: Json, status: string, codes: ErrorCode[], scope: ApiKeyScope | null | undefined) {
+  response.description = failureDescription(status, codes);
+  response['x-error-codes'] = codes;
+  const media = response.content?.['application/json'];
+  const [first] = codes;
+  if (media && first && media.example === undefined) media.example = failureExample(first, scope);
 }
 
 /** Drops component schemas nothing refers to (the zod provider emits an input and an output variant of each). */
@@ -176,8 +185,8 @@ function openapiPath(url: string): string {
 
 /**
  * Completes what @fastify/swagger generates from the route schemas: a description for
- * every status, the headers every answer carries, an example of every failure, and
- * each operation's scope and rate limit.
+ * every status, the headers every answer carries, the codes of every failure with an
+ * example, and each operation's scope and rate limit.
  */
 function finishDocument(doc: Json, routes: Map<string, RouteInfo>, limits: OpenapiOptions['limits']): Json {
   doc.components = { ...doc.components, headers: headerComponents };
@@ -187,10 +196,8 @@ function finishDocument(doc: Json, routes: Map<string, RouteInfo>, limits: Opena
       const info = routes.get(`${method.toUpperCase()} ${path}`);
       const limit = info?.bucket && limits ? limits[info.bucket] : null;
       for (const [status, response] of Object.entries<Json>(op.responses ?? {})) {
-        const codes = Number(status) >= 400 ? (info?.failures[Number(status)] ?? []) : null;
-        if (codes) {
-          response.description = failureDescription(status, codes);
-          response['x-error-codes'] = codes;
+        if (Number(status) >= 400) {
+          describeFailure(response, status, info?.failures[Number(status)] ?? [], info?.scope);
         } else if (!response.description || response.description === 'Default Response') {
           response.description = statusText[status] ?? 'Response';
         }
@@ -207,9 +214,6 @@ function finishDocument(doc: Json, routes: Map<string, RouteInfo>, limits: Opena
           ...((status === '429' || status === '503') && { 'Retry-After': ref('RetryAfter') }),
           ...(status === '401' && { 'WWW-Authenticate': ref('WWWAuthenticate') }),
         };
-        const media = response.content?.['application/json'];
-        const [first] = codes ?? [];
-        if (media && first && media.example === undefined) media.example = failureExample(first, info?.scope);
       }
       const notes: string[] = [];
       if (info?.scope) {
