@@ -312,6 +312,11 @@ describe('the codes the document declares', () => {
     });
     expect(tx.statusCode, tx.body).toBe(201);
     expect(await spend(observed)).toEqual({ status: 422, code: 'AGENT_NOT_REGISTERED' });
+    const hold = `/api/budgets/${observed}/authorizations`;
+    expect(await refused('POST', '/api/budgets/:address/authorizations', hold, { amount: '1' })).toEqual({
+      status: 422,
+      code: 'AGENT_NOT_REGISTERED',
+    });
   });
 
   it('are what the policies, refunds and webhooks answer', async () => {
