@@ -273,6 +273,15 @@ describe('the auth matrix with AUTH=on', () => {
     }
   });
 
+  it('leaves a feedback file open: without a key or with an unknown one, its answer is the file’s, never a 401', async () => {
+    const url = `/api/agents/${randomAddress()}/erc8004/feedback/fb_${'0'.repeat(24)}`;
+    for (const headers of [{}, bearer('vk_0123456789abcdef_unknown')]) {
+      const res = await t.app.inject({ method: 'GET', url, headers });
+      expect(res.statusCode, res.body).toBe(404);
+      expect(failureEnvelope.parse(res.json()).error.code).toBe('NOT_FOUND');
+    }
+  });
+
   it('scopes Idempotency-Key to the organization: its keys share it, another organization’s do not collide', async () => {
     const address = await createAgentWithBudgetAs(keys.admin as string);
     const spend = (key: string, amount: string) =>

@@ -92,7 +92,7 @@ describe('the OpenAPI document', () => {
           statuses.some((s) => s >= 400 && s < 500),
           `${route.url} has a 4xx`,
         ).toBe(true);
-        expect(statuses, route.url).toEqual(expect.arrayContaining([400, 401, 403, 429, 500, 503]));
+        expect(statuses, route.url).toEqual(expect.arrayContaining([400, 429, 500, 503]));
       }
       for (const [status, response] of Object.entries<Json>(op.responses)) {
         expect(response.description, `${route.url} ${status}`).not.toBe('Default Response');
@@ -191,6 +191,19 @@ describe('the OpenAPI document', () => {
     expect(doc.paths['/api/agents'].get['x-required-scope']).toBe('read');
     expect(doc.paths['/health'].get.security).toEqual([]);
     expect(doc.paths['/health'].get['x-rate-limit']).toBeUndefined();
+  });
+
+  it('lists 401 and 403 on every operation that needs a key, and on none open to all (never refused for its key)', () => {
+    const wrong: string[] = [];
+    for (const [path, item] of Object.entries<Json>(doc.paths)) {
+      for (const [method, op] of Object.entries<Json>(item)) {
+        const guarded = op['x-required-scope'] !== undefined;
+        for (const status of ['401', '403'])
+          if ((op.responses[status] !== undefined) !== guarded) wrong.push(`${method.toUpperCase()} ${path} ${status}`);
+      }
+    }
+    expect(wrong).toEqual([]);
+    expect(doc.paths['/api/agents/{address}/erc8004/feedback/{id}'].get.security).toEqual([]);
   });
 
   it('shows in each 403 example the refusal of a key without the operation’s own scope', () => {

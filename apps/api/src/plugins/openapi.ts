@@ -195,6 +195,8 @@ function finishDocument(doc: Json, routes: Map<string, RouteInfo>, limits: Opena
       if (!METHODS.has(method)) continue;
       const info = routes.get(`${method.toUpperCase()} ${path}`);
       const limit = info?.bucket && limits ? limits[info.bucket] : null;
+      // The authorize hook never looks at the key of an operation open to all: it refuses none.
+      if (!info?.scope) for (const status of ['401', '403']) delete op.responses?.[status];
       for (const [status, response] of Object.entries<Json>(op.responses ?? {})) {
         if (Number(status) >= 400) {
           describeFailure(response, status, info?.failures[Number(status)] ?? [], info?.scope);
