@@ -509,6 +509,15 @@ afterAll(async () => {
   await receiver?.close();
 });
 
+/** The codes the OpenAPI document declares for an operation's status. */
+function declaredCodes(operationId: string, status: number): string[] {
+  type Operation = { operationId?: string; responses?: Record<string, { 'x-error-codes'?: string[] }> };
+  for (const item of Object.values<Record<string, Operation>>(doc.paths))
+    for (const op of Object.values(item))
+      if (op.operationId === operationId) return op.responses?.[status]?.['x-error-codes'] ?? [];
+  return [];
+}
+
 /** Every row an organization owns, as text, to compare before and after the other organization's calls. */
 async function organizationState(organizationId: string) {
   const tables = [
@@ -564,6 +573,8 @@ describe('another organization', () => {
       });
       const expected = entry.expect;
       expect(res.statusCode, `${operationId}: ${res.body}`).toBe(expected.status);
+      // A refusal is one the OpenAPI document names for that status: clients branch on its code.
+      if (res.statusCode >= 400) expect(declaredCodes(operationId, res.statusCode)).toContain(res.json().error.code);
       if (expected.kind !== 'global' && 'code' in expected && expected.code) {
         expect(res.json().error.code, operationId).toBe(expected.code);
       }
