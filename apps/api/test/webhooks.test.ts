@@ -181,6 +181,27 @@ describe('POST /api/webhooks', () => {
   });
 });
 
+describe('GET /api/webhooks/:id/deliveries', () => {
+  it('pages newest first, and refuses a cursor it did not give out, even one that decodes to it', async () => {
+    const created = await createWebhook({ eventTypes: ['webhook.disabled'] });
+    for (let i = 0; i < 3; i++) await request('POST', `/api/webhooks/${created.id}/test`);
+    const all = await deliveries(created.id);
+    const url = `/api/webhooks/${created.id}/deliveries?limit=1`;
+    const first = (await request('GET', url)).json().data;
+    expect(first.deliveries.map((d: Delivery) => d.id)).toEqual([all[0]?.id]);
+    const cursor: string = first.nextCursor;
+    const second = await request('GET', `${url}&cursor=${cursor}`);
+    expect(second.statusCode, second.body).toBe(200);
+    expect(second.json().data.deliveries.map((d: Delivery) => d.id)).toEqual([all[1]?.id]);
+    // Padded, with a character base64url has no use for, with a space: other strings, not this cursor.
+    for (const other of [`${cursor}%3D%3D`, `${cursor}.`, `%20${cursor}`, `${cursor}%24`]) {
+      const res = await request('GET', `${url}&cursor=${other}`);
+      expect(res.statusCode, other).toBe(400);
+      expect(res.json().error.details).toEqual([{ path: 'querystring.cursor', message: expect.any(String) }]);
+    }
+  });
+});
+
 describe('delivery', () => {
   it('POSTs each matching event, signed so that the standardwebhooks package verifies it', async () => {
     const created = await createWebhook({ eventTypes: ['spend.refused'] });

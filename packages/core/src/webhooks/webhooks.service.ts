@@ -15,6 +15,7 @@ import * as events from '../events/events.repository.ts';
 import { type EventsService, publicEventId, toEvent } from '../events/events.service.ts';
 import { type Actor, systemActor } from '../shared/actor.ts';
 import { type Clock, toUnixSeconds } from '../shared/clock.ts';
+import { idCursor, idFromCursor } from '../shared/cursor.ts';
 import { DomainError, NotFoundError, ValidationError } from '../shared/errors.ts';
 import { postWebhook, type SendOptions, type SendResult } from './webhooks.http.ts';
 import {
@@ -110,15 +111,6 @@ function toWebhook(row: WebhookRow, now: Date): Webhook {
 
 const publicDeliveryId = (id: string) => `dlv_${id}`;
 const internalId = (publicId: string) => publicId.slice(publicId.indexOf('_') + 1);
-
-function encodeCursor(id: string): string {
-  return Buffer.from(id).toString('base64url');
-}
-function decodeCursor(cursor: string): string {
-  const id = Buffer.from(cursor, 'base64url').toString('utf8');
-  if (/^[1-9]\d{0,17}$/.test(id)) return id;
-  throw new ValidationError([{ path: 'querystring.cursor', message: 'is not a cursor this service issued' }]);
-}
 
 export class SecretLimitError extends DomainError {
   constructor(id: string, firstStops: Date) {
@@ -434,7 +426,7 @@ export function createWebhooksService({
       await requireWebhook(actor, id);
       const rows = await repo.listDeliveries(db, {
         webhookId: id,
-        beforeId: query.cursor === undefined ? undefined : decodeCursor(query.cursor),
+        beforeId: query.cursor === undefined ? undefined : idFromCursor(query.cursor),
         status: query.status,
         limit: query.limit,
       });
@@ -442,7 +434,7 @@ export function createWebhooksService({
       const last = page[page.length - 1];
       return {
         deliveries: await toDeliveries(page),
-        nextCursor: rows.length > query.limit && last ? encodeCursor(last.id) : null,
+        nextCursor: rows.length > query.limit && last ? idCursor(last.id) : null,
       };
     },
 
