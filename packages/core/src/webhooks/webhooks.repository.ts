@@ -352,10 +352,13 @@ export async function replay(
     last: Date | null;
   }>`
     WITH candidates AS (
-      -- One more than a call sends: whether more remain after this call.
+      -- One more than a call sends: whether more remain after this call. Held against the purge
+      -- (the oldest events of a range are the ones it deletes): an event it is deleting is waited
+      -- for and left out, where the delivery's foreign key would otherwise fail the whole replay.
       SELECT e.id, e.txid, e.created_at FROM events e
       WHERE ${inRange} AND coalesce((${deliveryOf}), 'failed') = 'failed'
       ORDER BY e.created_at, e.id LIMIT ${REPLAY_MAX + 1}
+      FOR KEY SHARE OF e
     ), ev AS (
       SELECT * FROM candidates ORDER BY created_at, id LIMIT ${REPLAY_MAX}
     ), sent AS (
