@@ -376,6 +376,21 @@ describe('GET /api/events', () => {
     expect((await get(t.app, `/api/events?agent=${agent}&since=${since}`)).json().data.events).toEqual([]);
   });
 
+  it('refuses a cursor it did not give out, even one that decodes to the position of one it did', async () => {
+    const agent = await createAgentWithBudget(t.app, { dailyLimit: '1000000', monthlyLimit: '1000000' });
+    for (let i = 0; i < 2; i++) await post(t.app, `/api/budgets/${agent}/spend`, { amount: '1' });
+    await eventsSettled(t.database);
+    const url = `/api/events?agent=${agent}&limit=1`;
+    const cursor: string = (await get(t.app, url)).json().data.nextCursor;
+    expect((await get(t.app, `${url}&cursor=${cursor}`)).statusCode).toBe(200);
+    // Padded, with a character base64url has no use for, with a space: other strings, not this cursor.
+    for (const other of [`${cursor}%3D%3D`, `${cursor}.`, `%20${cursor}`, `${cursor}%24`]) {
+      const res = await get(t.app, `${url}&cursor=${other}`);
+      expect(res.statusCode, other).toBe(400);
+      expect(res.json().error.details).toEqual([{ path: 'querystring.cursor', message: expect.any(String) }]);
+    }
+  });
+
   it('refuses bad parameters with a 400 naming them', async () => {
     const cursor = (position: string) => Buffer.from(position).toString('base64url');
     for (const query of [

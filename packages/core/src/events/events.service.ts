@@ -46,7 +46,10 @@ function decodeCursor(cursor: string): repo.Position {
   if (!match || BigInt(match[1] as string) >= 2n ** 64n || BigInt(match[2] as string) >= 2n ** 63n) {
     throw notIssued();
   }
-  return { txid: match[1] as string, id: match[2] as string };
+  const position = { txid: match[1] as string, id: match[2] as string };
+  // The decoder skips what is not base64url (padding, dots, spaces): only the exact text given out names the position.
+  if (encodeCursor(position) !== cursor) throw notIssued();
+  return position;
 }
 
 /** The later of two positions. */
