@@ -31,7 +31,10 @@ for (const [network, prefix] of [
   ['2001::', 32],
   ['64:ff9b:1::', 48],
   ['100::', 64],
+  // Benchmarking, and documentation: both of its ranges (RFC 3849 and RFC 9637).
+  ['2001:2::', 48],
   ['2001:db8::', 32],
+  ['3fff::', 20],
   ['fc00::', 7],
   ['fe80::', 10],
   ['fec0::', 10],

@@ -117,6 +117,11 @@ describe('private addresses', () => {
       '::ffff:0:a9fe:a9fe',
       '::ffff:0:127.0.0.1',
       '2001:0:4136:e378:8000:63bf:3fff:fdd2',
+      // Benchmarking (RFC 5180) and the second documentation range (RFC 9637), as 2001:db8::/32.
+      '2001:2::1',
+      '2001:db8::1',
+      '3fff::1',
+      '3fff:fff:ffff::1',
       '[::1]',
       'not an address',
     ]) {
@@ -128,6 +133,8 @@ describe('private addresses', () => {
       '172.32.0.1',
       '192.169.0.1',
       '2606:4700:4700::1111',
+      '2001:3::1',
+      '4000::1',
       '::ffff:8.8.8.8',
       '::ffff:0:808:808',
     ]) {
