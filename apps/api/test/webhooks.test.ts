@@ -336,11 +336,33 @@ describe('delivery', () => {
     }
   });
 
+  it('stops the previous secret on the whole second answered, rotated at any fraction of a second', async () => {
+    const created = await createWebhook({ eventTypes: ['webhook.disabled'] });
+    t.clock.advance(500);
+    const base = t.clock.now.getTime();
+    try {
+      const { previousSecretExpiresAt } = rotated(await rotate(created.id, { previousSecretExpiresIn: 60 }));
+      /** How many signatures a test delivery sent at `at` (ms) carries. */
+      const signaturesAt = async (at: number, n: number) => {
+        t.clock.set(new Date(at));
+        await request('POST', `/api/webhooks/${created.id}/test`);
+        const got = (await receiver.waitFor(n, 15_000, forWebhook(created.id)))[n - 1];
+        return got?.headers['webhook-signature']?.split(' ').length;
+      };
+      // It signs for at least the 60 s asked, and not past the second the rotation answered.
+      expect(await signaturesAt(base + 60_000 - 1, 1)).toBe(2);
+      expect(await signaturesAt(previousSecretExpiresAt * 1000 + 100, 2)).toBe(1);
+    } finally {
+      t.clock.set(new Date(base - 500));
+    }
+  });
+
   it('keeps at most five previous secrets signing, and a refused rotation changes nothing', async () => {
     const created = await createWebhook({ eventTypes: ['webhook.disabled'] });
     let last = created.secret;
     for (let i = 0; i < 5; i++) last = rotated(await rotate(created.id, { previousSecretExpiresIn: 600 })).secret;
-    const firstStopsAt = Math.floor(t.clock.now.getTime() / 1000) + 600;
+    // The whole second at or after the 600 s asked.
+    const firstStopsAt = Math.ceil((t.clock.now.getTime() + 600_000) / 1000);
     // Refused whatever time it asks for; the answer says when the first of the five stops.
     for (const body of [{}, { previousSecretExpiresIn: 30 }]) {
       const refused = await rotate(created.id, body, 409);

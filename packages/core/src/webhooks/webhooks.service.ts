@@ -14,7 +14,7 @@ import type { AuditService } from '../audit/audit.service.ts';
 import * as events from '../events/events.repository.ts';
 import { type EventsService, publicEventId, toEvent } from '../events/events.service.ts';
 import { type Actor, systemActor } from '../shared/actor.ts';
-import { type Clock, toUnixSeconds } from '../shared/clock.ts';
+import { type Clock, expiryAfter, toUnixSeconds } from '../shared/clock.ts';
 import { idCursor, idFromCursor } from '../shared/cursor.ts';
 import { DomainError, NotFoundError, ValidationError } from '../shared/errors.ts';
 import { postWebhook, type SendOptions, type SendResult } from './webhooks.http.ts';
@@ -361,7 +361,9 @@ export function createWebhooksService({
       const secret = newSecret();
       const keepMs =
         input?.previousSecretExpiresIn === undefined ? PREVIOUS_SECRET_VALID_MS : input.previousSecretExpiresIn * 1000;
-      const until = new Date(now.getTime() + keepMs);
+      // On the whole second answered as previousSecretExpiresAt (answers round down): the replaced
+      // secret signs no delivery past it. No time at all stops it now, not at the next second.
+      const until = keepMs === 0 ? now : expiryAfter(now, keepMs);
       const previous = await db.transaction().execute(async (trx) => {
         const row = await repo.findWebhook(trx, actor.organizationId, id, 'update');
         if (!row) throw new NotFoundError(`webhook ${id} is not known`);
