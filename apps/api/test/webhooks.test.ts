@@ -179,6 +179,32 @@ describe('POST /api/webhooks', () => {
     }
     expect((await request('GET', '/api/webhooks/nope')).statusCode).toBe(400);
   });
+
+  it('keeps an organization to WEBHOOKS_PER_ORGANIZATION endpoints, creations at once included', async () => {
+    const small = await createTestApp({ env: { WEBHOOKS_PER_ORGANIZATION: '2', WEBHOOK_ALLOW_PRIVATE_TARGETS: 'on' } });
+    try {
+      const create = (n: number) =>
+        small.app.inject({
+          method: 'POST',
+          url: '/api/webhooks',
+          payload: { url: `${receiver.url}/limit/${n}`, eventTypes: ['spend.refused'] },
+        });
+      const answers = await Promise.all([1, 2, 3, 4, 5].map(create));
+      const statuses = answers.map((a) => a.statusCode).sort();
+      expect(statuses).toEqual([201, 201, 409, 409, 409]);
+      const refused = answers.find((a) => a.statusCode === 409);
+      expect(refused?.json().error).toMatchObject({ code: 'WEBHOOK_LIMIT', details: { limit: 2 } });
+      const listed = successEnvelope(webhookList).parse((await small.app.inject({ url: '/api/webhooks' })).json()).data;
+      expect(listed.webhooks).toHaveLength(2);
+      // One deleted, one more may come.
+      const first = listed.webhooks[0]?.id;
+      expect((await small.app.inject({ method: 'DELETE', url: `/api/webhooks/${first}` })).statusCode).toBe(200);
+      expect((await create(6)).statusCode).toBe(201);
+      expect((await create(7)).statusCode).toBe(409);
+    } finally {
+      await small.close();
+    }
+  });
 });
 
 describe('GET /api/webhooks/:id/deliveries', () => {

@@ -258,6 +258,8 @@ const eventsEnv = {
   WEBHOOK_DISABLE_AFTER_MS: positiveInt(5 * 86_400_000, 365 * 86_400_000),
   /** How often new events are fanned out and stranded deliveries queued again, whatever else happens (ms). */
   WEBHOOK_SWEEP_INTERVAL_MS: positiveInt(10_000),
+  /** Endpoints an organization may have at once: each event is a delivery to every one of them. */
+  WEBHOOKS_PER_ORGANIZATION: positiveInt(100, 10_000),
 };
 
 /** The HTTP API and its edge (auth, limits, CORS); docs/edge.md. */
@@ -467,6 +469,7 @@ export function eventsOptions(config: Config) {
       timeoutMs: config.WEBHOOK_TIMEOUT_MS,
       allowPrivateTargets: allowPrivateTargets(config),
       disableAfterMs: config.WEBHOOK_DISABLE_AFTER_MS,
+      perOrganization: config.WEBHOOKS_PER_ORGANIZATION,
     },
   };
 }

@@ -85,6 +85,7 @@ const exampleMessages: Partial<Record<ErrorCode, string>> = {
   WEBHOOK_DISABLED: 'webhook wh_3f9a1c0e5b7d2a64 is disabled; turn it on with PATCH {"enabled": true} first',
   WEBHOOK_SECRET_LIMIT:
     'webhook wh_3f9a1c0e5b7d2a64 has 5 previous secrets still signing deliveries: rotate with {"previousSecretExpiresIn": 0} to stop them now, or later',
+  WEBHOOK_LIMIT: 'the organization has 100 webhook endpoints, the most it may have: delete one first',
   PAYLOAD_TOO_LARGE: 'request body exceeds the 1048576-byte limit',
   UNSUPPORTED_MEDIA_TYPE: 'Content-Type must be application/json',
   BUDGET_EXCEEDED: 'spend refused: DAILY_LIMIT',

@@ -33,7 +33,7 @@ export const webhooksRoutes: FastifyPluginAsyncZod<{ services: Services }> = asy
       tags: ['events'],
       summary: 'Subscribe an endpoint to event types; the signing secret is in this answer only',
       body: createWebhookBody,
-      response: responses({ 201: createdWebhook }),
+      response: responses({ 201: createdWebhook }, { 409: ['WEBHOOK_LIMIT'] }),
     },
     handler: async (req, reply) => {
       reply.code(201);

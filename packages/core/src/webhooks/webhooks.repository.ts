@@ -96,6 +96,15 @@ export function updateWebhook(db: Executor, organizationId: string, id: string, 
     .executeTakeFirst();
 }
 
+export async function countWebhooks(db: Executor, organizationId: string): Promise<number> {
+  const row = await db
+    .selectFrom('webhooks')
+    .select((eb) => eb.fn.countAll<string>().as('n'))
+    .where('organization_id', '=', organizationId)
+    .executeTakeFirstOrThrow();
+  return Number(row.n);
+}
+
 export function deleteWebhook(db: Executor, organizationId: string, id: string) {
   return db
     .deleteFrom('webhooks')

@@ -38,6 +38,8 @@ export interface WebhooksSettings {
   allowPrivateTargets: boolean;
   /** An endpoint with no success since its first failure this long ago is disabled. */
   disableAfterMs: number;
+  /** Endpoints one organization may have at once (absent: no limit). */
+  perOrganization?: number | undefined;
 }
 
 export interface WebhooksDeps {
@@ -119,6 +121,17 @@ export class SecretLimitError extends DomainError {
       `webhook ${id} has ${MAX_PREVIOUS_SECRETS} previous secrets still signing deliveries (the first stops at ` +
         `${firstStops.toISOString()}): rotate with {"previousSecretExpiresIn": 0} to stop them now, or later`,
       { maxPreviousSecrets: MAX_PREVIOUS_SECRETS, firstStopsAt: toUnixSeconds(firstStops) },
+    );
+  }
+}
+
+/** An organization that has as many endpoints as it may (WEBHOOKS_PER_ORGANIZATION): one must go first. */
+export class WebhookLimitError extends DomainError {
+  constructor(limit: number) {
+    super(
+      'WEBHOOK_LIMIT',
+      `the organization has ${limit} webhook endpoints, the most it may have: delete one first (or subscribe an existing one to more event types)`,
+      { limit },
     );
   }
 }
@@ -284,6 +297,11 @@ export function createWebhooksService({
         // The organization's first webhook: its events are fanned out from now on. Its time is
         // taken after that: an event committed before the position was set is older than it.
         await events.startDispatch(trx, actor.organizationId);
+        // Counted under the lock startDispatch took: two creations at once cannot both pass the limit.
+        const limit = settings.perOrganization;
+        if (limit !== undefined && (await repo.countWebhooks(trx, actor.organizationId)) >= limit) {
+          throw new WebhookLimitError(limit);
+        }
         const now = clock();
         const row = await repo.insertWebhook(trx, {
           id: newWebhookId(),
