@@ -65,6 +65,25 @@ describe('with no active list', () => {
       await services.sanctions.restoreBundled();
     }
   });
+
+  it('stays without one when a process starts: only a first start loads the bundled list', async () => {
+    // A newer list than the bundled one was active; it is gone, and a restart must not put the
+    // 2024 list in its place, which would pass every address listed since.
+    const bundled = await readListDirectory(BUNDLED_SANCTIONS_DIR);
+    await services.sanctions.importSnapshot({
+      name: 'newer',
+      snapshotDate: '2026-11-27',
+      lists: { ...bundled, ETH: [...(bundled.ETH ?? []), randomAddress()] },
+    });
+    await deactivate();
+    try {
+      await (await createTestRuntime(database)).close();
+      expect(await services.sanctions.activeSnapshot()).toBeUndefined();
+      expect(await services.sanctions.screen(randomAddress())).toMatchObject({ state: 'list_unavailable' });
+    } finally {
+      await services.sanctions.restoreBundled({ force: true });
+    }
+  });
 });
 
 describe('importing a list', () => {

@@ -13,6 +13,11 @@ export function activeSnapshot(db: Executor) {
   return activeSnapshotQuery(db).selectAll().executeTakeFirst();
 }
 
+/** Whether any snapshot was ever stored, active or not. */
+export async function anySnapshot(db: Executor): Promise<boolean> {
+  return (await db.selectFrom('sanctions_snapshots').select('id').limit(1).executeTakeFirst()) !== undefined;
+}
+
 type SnapshotRow = Selectable<DB['sanctions_snapshots']>;
 
 /**

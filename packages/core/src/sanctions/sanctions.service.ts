@@ -204,8 +204,10 @@ export function createSanctionsService({ db, clock, rescore, cache, events }: Sa
     const stored = await db.transaction().execute(async (trx) => {
       // One import at a time, so replicas starting together load the bundled lists once.
       await repo.lockImports(trx);
+      // The bundled list is the first snapshot only: a database that had lists and has none active
+      // now stays without one (screening refuses) until a list is imported or restored on purpose.
+      if (options.onlyIfNone && (await repo.anySnapshot(trx))) return null;
       const previous = await repo.activeSnapshot(trx);
-      if (previous && options.onlyIfNone) return null;
       // Screening against an empty or gutted list would pass everyone: refused unless forced.
       const problem = shrinkProblem(entries.size, previous?.entries ?? null);
       if (problem && (entries.size === 0 || !options.force)) {
@@ -288,7 +290,7 @@ export function createSanctionsService({ db, clock, rescore, cache, events }: Sa
 
     /** Loads the bundled lists when no snapshot exists yet (first start or migrate). */
     async ensureBundled(dir = BUNDLED_SANCTIONS_DIR): Promise<ImportResult | null> {
-      if (await repo.activeSnapshot(db)) return null;
+      if (await repo.anySnapshot(db)) return null;
       return importSnapshot(
         { name: SOURCE_NAME, snapshotDate: BUNDLED_SNAPSHOT_DATE, lists: await readListDirectory(dir) },
         { onlyIfNone: true },
