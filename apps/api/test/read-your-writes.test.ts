@@ -1,6 +1,6 @@
 import { cacheInvalidations } from '@vouch/core';
 import { sql } from '@vouch/db';
-import { createAgentWithBudget, createTestApp, get, post, type TestContext } from '@vouch/testkit';
+import { createAgentWithBudget, createTestApp, get, post, randomTxHash, type TestContext } from '@vouch/testkit';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 
 // A write answered by this process is seen by this process's next read, whatever the read
@@ -38,6 +38,37 @@ describe.runIf(inject('testDbMode') === 'postgres')('read your writes through th
       const score = i % 1000;
       expect((await post(t.app, `/api/agents/${agent}/score`, { score, reason: '0x' })).statusCode).toBe(200);
       if ((await get(t.app, `/api/agents/${agent}/score`)).json().data.score !== score) stale++;
+    }
+    expect(stale).toBe(0);
+  }, 300_000);
+
+  it(`sees each recorded transaction in the next score's confidence, ${ROUNDS} times`, async () => {
+    // Known for 30 days, so that the confidence is n / (n + 10) of its n counted transactions.
+    const start = t.clock.now;
+    let agent = '';
+    let stale = 0;
+    try {
+      for (let i = 0; i < ROUNDS; i++) {
+        const n = (i % 20) + 1;
+        if (n === 1) {
+          t.clock.set(start);
+          agent = await createAgentWithBudget(t.app, { dailyLimit: '1', monthlyLimit: '1' });
+          t.clock.advance(30 * 86_400_000);
+          // Cached with no transaction counted.
+          expect((await get(t.app, `/api/agents/${agent}/score`)).json().data.confidence).toBe(0);
+        }
+        const recorded = await post(t.app, '/api/transactions/record', {
+          agent,
+          txHash: randomTxHash(),
+          amount: '1',
+          type: 0,
+        });
+        expect(recorded.statusCode).toBe(201);
+        const read = (await get(t.app, `/api/agents/${agent}/score`)).json().data;
+        if (read.confidence !== Math.round((n / (n + 10)) * 100) / 100) stale++;
+      }
+    } finally {
+      t.clock.set(start);
     }
     expect(stale).toBe(0);
   }, 300_000);

@@ -207,6 +207,7 @@ export function createServices(deps: CoreDeps) {
       },
       maxFutureSkewMs: deps.txFutureSkewMs,
       verifiesOnChain: chainChecks.enabled,
+      cache: deps.cache,
     }),
     idempotency: createIdempotencyService(base),
     keys: createKeysService({ ...base, audit }),

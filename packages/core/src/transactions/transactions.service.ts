@@ -9,6 +9,7 @@ import {
 import { ensureObserved, findAgent, touchAgent } from '../agents/agents.repository.ts';
 import { assertOwns } from '../agents/agents.service.ts';
 import type { AuditService } from '../audit/audit.service.ts';
+import type { ReadCache } from '../cache/read-cache.ts';
 import type { Actor } from '../shared/actor.ts';
 import { type Clock, toUnixSeconds } from '../shared/clock.ts';
 import { idFromCursor, page } from '../shared/cursor.ts';
@@ -28,6 +29,8 @@ export interface TransactionsDeps {
   verifiesOnChain: boolean;
   /** How far in the future a transaction's timestamp may be (clock skew); later ones are refused. */
   maxFutureSkewMs: number;
+  /** API processes cache the agent's standing, which counts its transactions (its confidence). */
+  cache?: ReadCache | undefined;
 }
 
 export function toRecord(row: TransactionRow): TransactionRecord {
@@ -68,6 +71,7 @@ export function createTransactionsService({
   onRecorded,
   maxFutureSkewMs,
   verifiesOnChain,
+  cache,
 }: TransactionsDeps) {
   return {
     /**
@@ -133,9 +137,14 @@ export function createTransactionsService({
       if (!created) {
         const fields = conflictingFields(row, input);
         if (fields.length) throw new TransactionConflictError(input.txHash, fields);
-      } else if (onRecorded) {
+      } else {
         // The score refresh and the chain check must see the committed row: inside a caller's transaction, defer them.
-        const effect = () => onRecorded({ agent: row.agent, txHash: row.tx_hash, chainStatus: row.chain_status });
+        const effect = () => {
+          // Read your own write: this process's cached confidence counts the new transaction
+          // before the answer goes, not once the notification comes back.
+          cache?.invalidate('agents', row.agent);
+          onRecorded?.({ agent: row.agent, txHash: row.tx_hash, chainStatus: row.chain_status });
+        };
         if (executor.isTransaction && scope.afterCommit) scope.afterCommit(effect);
         else if (!executor.isTransaction) effect();
       }
