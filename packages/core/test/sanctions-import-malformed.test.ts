@@ -82,3 +82,12 @@ describe('importing an sdn_advanced.xml that is not well-formed', () => {
     expect(await activeList()).toEqual(bundled());
   });
 });
+
+describe('importing an sdn_advanced.xml whose DateOfIssue is no date', () => {
+  it('refuses it, as --date refuses one, unless --date names the snapshot date', async () => {
+    const xml = sdnAdvancedXml(addresses).replace('<Month>11</Month><Day>30</Day>', '<Month>2</Month><Day>30</Day>');
+    await expect(services.sanctions.importXml(xml)).rejects.toThrow(/DateOfIssue/);
+    expect(await activeList()).toEqual(bundled());
+    expect(await services.sanctions.importXml(xml, '2026-02-28')).toMatchObject({ snapshotDate: '2026-02-28' });
+  });
+});

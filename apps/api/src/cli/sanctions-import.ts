@@ -5,6 +5,7 @@
 // names no address is refused, and one under half the active list's size unless --force.
 import { readFile } from 'node:fs/promises';
 import { parseArgs } from 'node:util';
+import { isCalendarDate } from '@vouch/core';
 import { createRuntime, exitOnStartupFailure, loadConfig } from '@vouch/runtime';
 import pino from 'pino';
 import { printImportResult } from './sanctions-result.ts';
@@ -14,12 +15,7 @@ const { values, positionals } = parseArgs({
   options: { date: { type: 'string' }, force: { type: 'boolean', default: false } },
 });
 const file = positionals[0];
-/** A calendar date YYYY-MM-DD that exists (not empty, not 2026-02-30). */
-const isDate = (d: string) => {
-  const t = Date.parse(`${d}T00:00:00Z`);
-  return /^\d{4}-\d{2}-\d{2}$/.test(d) && !Number.isNaN(t) && new Date(t).toISOString().startsWith(d);
-};
-if (!file || (values.date !== undefined && !isDate(values.date))) {
+if (!file || (values.date !== undefined && !isCalendarDate(values.date))) {
   console.error('usage: npm run sanctions:import -- <sdn_advanced.xml> [--date YYYY-MM-DD] [--force]');
   process.exit(2);
 }

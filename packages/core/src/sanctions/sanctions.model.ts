@@ -70,6 +70,12 @@ export function diffSnapshots(
   };
 }
 
+/** A calendar date YYYY-MM-DD that exists (not empty, not 2026-02-30). */
+export function isCalendarDate(d: string): boolean {
+  const t = Date.parse(`${d}T00:00:00Z`);
+  return /^\d{4}-\d{2}-\d{2}$/.test(d) && !Number.isNaN(t) && new Date(t).toISOString().startsWith(d);
+}
+
 export interface SdnExtract {
   /** Address lists by asset (e.g. ETH, USDT), as published. */
   lists: Record<string, string[]>;

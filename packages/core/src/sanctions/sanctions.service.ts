@@ -11,6 +11,7 @@ import {
   contentHash,
   diffSnapshots,
   evmAddressesOf,
+  isCalendarDate,
   parseSdnAdvancedXml,
   shrinkProblem,
   unionLists,
@@ -318,6 +319,13 @@ export function createSanctionsService({ db, clock, rescore, cache, events }: Sa
         );
       }
       const extract = parseSdnAdvancedXml(xml);
+      // The snapshot date is named by every screening: one the file misstates is refused as a
+      // --date that is no date is.
+      if (snapshotDate === undefined && extract.publishedOn !== null && !isCalendarDate(extract.publishedOn)) {
+        throw new SnapshotRefusedError(
+          `the file's DateOfIssue (${extract.publishedOn}) is not a date; nothing was changed (--date names the snapshot date)`,
+        );
+      }
       const date = snapshotDate ?? extract.publishedOn ?? clock().toISOString().slice(0, 10);
       const result = await importSnapshot(
         {
