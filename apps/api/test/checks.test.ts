@@ -407,6 +407,24 @@ describe('importing a new OFAC snapshot', () => {
     }
   });
 
+  it('re-scores an observed agent it lists too: a sanctioned address scores 0, registered or not', async () => {
+    const ctx = await createTestApp({ jobs: 'in-process' });
+    try {
+      // Known from a recorded transaction only, and scored by the model.
+      const observed = '0x2222222222222222222222222222222222222222';
+      await recordTx(ctx.app, observed, { amount: (10n ** 18n).toString() });
+      await post(ctx.app, '/api/scores/recompute', { agents: [observed] });
+      const score = async () => (await get(ctx.app, `/api/agents/${observed}/score`)).json().data.score;
+      expect(await score()).toBe(488);
+      const xml = readFileSync(new URL('../../../test/fixtures/sdn_advanced_small.xml', import.meta.url), 'utf8');
+      const result = await ctx.services.sanctions.importXml(xml, undefined, { force: true });
+      expect(result.added).toContain(observed);
+      expect(await score()).toBe(0);
+    } finally {
+      await ctx.close();
+    }
+  });
+
   it('imports a new list while an earlier import still owes its re-scoring, then re-scores both', async () => {
     const ctx = await createTestApp({ jobs: 'in-process' });
     try {

@@ -178,6 +178,14 @@ export async function registeredAgents(db: Executor): Promise<string[]> {
   return rows.map((r) => r.address);
 }
 
+/** The known agents (registered or observed) among these addresses. */
+export async function knownAmong(db: Executor, addresses: string[]): Promise<string[]> {
+  if (addresses.length === 0) return [];
+  const { rows } = await sql<{ address: string }>`
+    SELECT address FROM agents WHERE address = ANY(${addresses}::text[]) ORDER BY address`.execute(db);
+  return rows.map((r) => r.address);
+}
+
 /** An address for a SQL condition: a value (a parameter) or an expression (a column, say). */
 type AddressSql = string | null | RawBuilder<unknown>;
 

@@ -155,10 +155,11 @@ export function createSanctionsService({ db, clock, rescore, cache, events }: Sa
   }
 
   /**
-   * After an import has committed: re-screens every registered agent and re-scores those listed
-   * or delisted since the last snapshot whose re-scoring was done (this import's changes, and
-   * those of any import before it whose re-scoring is still owed), then records that it did. An
-   * importer that stops or fails before that leaves it owed, and `finishRescore` does it.
+   * After an import has committed: re-screens every registered agent and re-scores the known
+   * agents (registered or observed) listed or delisted since the last snapshot whose re-scoring
+   * was done (this import's changes, and those of any import before it whose re-scoring is still
+   * owed), then records that it did. An importer that stops or fails before that leaves it owed,
+   * and `finishRescore` does it.
    */
   async function rescoreSince(snapshotId: string) {
     const chain = await repo.unrescoredChain(db, snapshotId);
@@ -177,7 +178,9 @@ export function createSanctionsService({ db, clock, rescore, cache, events }: Sa
     const changedAgents = screened
       .filter((r) => flipped.has(r.address))
       .map((r) => ({ address: r.address, sanctioned: r.sanctioned }));
-    if (changedAgents.length && rescore) await rescore(changedAgents.map((a) => a.address));
+    // Observed agents carry model scores too: a listed one must score 0 like a registered one.
+    const known = await repo.knownAmong(db, [...flipped]);
+    if (known.length && rescore) await rescore(known);
     await repo.markRescored(db, snapshotId, clock());
     return changedAgents;
   }
