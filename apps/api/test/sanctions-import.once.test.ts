@@ -64,6 +64,24 @@ describe.runIf(inject('testDbMode') === 'postgres')('npm run sanctions:import', 
     expect(await active()).toMatchObject({ snapshot_date: '2024-09-27', entries: 156 });
   }, 60_000);
 
+  it.each([
+    ['sanctions:import', ['test/fixtures/sdn_advanced_small.xml', '--froce']],
+    ['sanctions:import', ['test/fixtures/sdn_advanced_small.xml', '--force=yes']],
+    ['sanctions:restore', ['--froce']],
+  ])(
+    '%s refuses a mistyped option %j with the usage (exit 2), not a stack trace, changing nothing',
+    async (script, args) => {
+      const before = await active();
+      const result = run(args, script);
+      expect(
+        [result.status, result.stderr.includes('usage'), result.stderr.includes('    at ')],
+        result.stderr,
+      ).toEqual([2, true, false]);
+      expect(await active()).toEqual(before);
+    },
+    60_000,
+  );
+
   it('refuses to run without a file', () => {
     const result = run([]);
     expect(result.status).toBe(2);

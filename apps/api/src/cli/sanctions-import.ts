@@ -10,15 +10,24 @@ import { createRuntime, exitOnStartupFailure, loadConfig } from '@vouch/runtime'
 import pino from 'pino';
 import { printImportResult } from './sanctions-result.ts';
 
-const { values, positionals } = parseArgs({
-  allowPositionals: true,
-  options: { date: { type: 'string' }, force: { type: 'boolean', default: false } },
-});
-const file = positionals[0];
-if (!file || (values.date !== undefined && !isCalendarDate(values.date))) {
+function usage(problem?: string): never {
+  if (problem) console.error(`sanctions:import: ${problem}`);
   console.error('usage: npm run sanctions:import -- <sdn_advanced.xml> [--date YYYY-MM-DD] [--force]');
   process.exit(2);
 }
+// A mistyped option (`--froce`, `--force=yes`) is refused with the usage, not a stack trace.
+const { values, positionals } = (() => {
+  try {
+    return parseArgs({
+      allowPositionals: true,
+      options: { date: { type: 'string' }, force: { type: 'boolean', default: false } },
+    });
+  } catch (error) {
+    return usage((error as Error).message.split('.')[0]);
+  }
+})();
+const file = positionals[0];
+if (!file || (values.date !== undefined && !isCalendarDate(values.date))) usage();
 
 try {
   const runtime = await createRuntime(loadConfig(), { role: 'cli', logger: pino({ level: 'warn' }), migrate: true });

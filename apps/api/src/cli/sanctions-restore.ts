@@ -7,7 +7,16 @@ import { createRuntime, exitOnStartupFailure, loadConfig } from '@vouch/runtime'
 import pino from 'pino';
 import { printImportResult } from './sanctions-result.ts';
 
-const { values } = parseArgs({ options: { force: { type: 'boolean', default: false } } });
+// A mistyped option (`--froce`, `--force=yes`) is refused with the usage, not a stack trace.
+const { values } = (() => {
+  try {
+    return parseArgs({ options: { force: { type: 'boolean', default: false } } });
+  } catch (error) {
+    console.error(`sanctions:restore: ${(error as Error).message.split('.')[0]}`);
+    console.error('usage: npm run sanctions:restore [-- --force]');
+    return process.exit(2);
+  }
+})();
 
 try {
   const runtime = await createRuntime(loadConfig(), {
