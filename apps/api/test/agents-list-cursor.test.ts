@@ -81,4 +81,16 @@ describe('GET /api/agents: a cursor belongs to its sort order', () => {
       expect([200, 400], `${key}: ${res.body}`).toContain(res.statusCode);
     }
   });
+
+  it('refuses a cursor it did not give out, even one that reads as one it did', async () => {
+    const first = (await get(t.app, '/api/agents?sort=score_desc&limit=3')).json().data;
+    const given: string = first.nextCursor;
+    expect((await get(t.app, `/api/agents?sort=score_desc&limit=3&cursor=${given}`)).statusCode).toBe(200);
+    const [sort, key, address] = JSON.parse(Buffer.from(given, 'base64url').toString('utf8'));
+    const spaced = Buffer.from(JSON.stringify([sort, key, address], null, 1)).toString('base64url');
+    for (const cursor of [`${given}=`, `${given}.`, `%20${given}`, spaced]) {
+      const res = await get(t.app, `/api/agents?sort=score_desc&limit=3&cursor=${cursor}`);
+      expect([res.statusCode, res.json().error?.code], cursor).toEqual([400, 'VALIDATION_ERROR']);
+    }
+  });
 });

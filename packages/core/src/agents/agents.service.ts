@@ -6,13 +6,12 @@ import type { EventsService } from '../events/events.service.ts';
 import { confidenceOf } from '../scores/scores.model.ts';
 import type { Actor } from '../shared/actor.ts';
 import { type Clock, toUnixSeconds } from '../shared/clock.ts';
-import { idFromCursor, page } from '../shared/cursor.ts';
+import { cursorNotIssued, cursorText, encodeCursor, idFromCursor, page } from '../shared/cursor.ts';
 import {
   AgentAlreadyRegisteredError,
   AgentNotFoundError,
   AgentNotRegisteredError,
   ForbiddenError,
-  ValidationError,
 } from '../shared/errors.ts';
 import { colorFor, type Grade, gradeFor, gradeRange } from './agents.model.ts';
 import * as repo from './agents.repository.ts';
@@ -64,17 +63,20 @@ export function toAgent(
 }
 
 /** A list cursor names its sort order: a cursor of one order is refused under another. */
-function encodeCursor(sort: SortOrder, cursor: repo.ListCursor): string {
-  return Buffer.from(JSON.stringify([sort, cursor.key, cursor.address])).toString('base64url');
+function listCursor(sort: SortOrder, cursor: repo.ListCursor): string {
+  return encodeCursor(JSON.stringify([sort, cursor.key, cursor.address]));
 }
 
 /** The furthest time from 1970 a JavaScript Date holds, in ms. */
 const MAX_DATE_MS = 8.64e15;
 
-function decodeCursor(cursor: string, sort: SortOrder): repo.ListCursor {
+function listPosition(cursor: string, sort: SortOrder): repo.ListCursor {
   try {
-    const parsed: unknown = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8'));
+    const text = cursorText(cursor);
+    const parsed: unknown = JSON.parse(text);
     if (
+      // Only the text given out: the same array written otherwise is not a cursor of this service.
+      JSON.stringify(parsed) === text &&
       Array.isArray(parsed) &&
       parsed.length === 3 &&
       parsed[0] === sort &&
@@ -89,7 +91,7 @@ function decodeCursor(cursor: string, sort: SortOrder): repo.ListCursor {
   } catch {
     // fall through to the validation error
   }
-  throw new ValidationError([{ path: 'querystring.cursor', message: 'is not a cursor this service issued' }]);
+  throw cursorNotIssued();
 }
 
 export function createAgentsService({
@@ -276,7 +278,7 @@ export function createAgentsService({
         minScore = Math.max(minScore, range.min);
         maxScore = Math.min(maxScore, range.max);
       }
-      const after = query.cursor === undefined ? null : decodeCursor(query.cursor, query.sort);
+      const after = query.cursor === undefined ? null : listPosition(query.cursor, query.sort);
       const { rows, total } = await repo.listAgents(
         db,
         { minScore, maxScore, registered: query.registered },
@@ -288,7 +290,7 @@ export function createAgentsService({
       const last = shown[shown.length - 1];
       const nextCursor =
         rows.length > query.limit && last
-          ? encodeCursor(query.sort, {
+          ? listCursor(query.sort, {
               key: query.sort === 'recent' ? last.updated_at.getTime() : last.score,
               address: last.address,
             })

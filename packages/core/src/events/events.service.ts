@@ -10,7 +10,8 @@ import {
 } from '@vouch/schemas';
 import type { Actor } from '../shared/actor.ts';
 import { type Clock, toUnixSeconds } from '../shared/clock.ts';
-import { NotFoundError, ValidationError } from '../shared/errors.ts';
+import { cursorNotIssued, cursorText, encodeCursor } from '../shared/cursor.ts';
+import { NotFoundError } from '../shared/errors.ts';
 import * as repo from './events.repository.ts';
 
 export interface EventsDeps {
@@ -34,21 +35,16 @@ export const publicEventId = (id: string | number) => `evt_${id}`;
 /** The sequence number of a public event id (`eventId` of @vouch/schemas has checked its form). */
 const sequenceOf = (publicId: string) => publicId.slice('evt_'.length);
 
-function encodeCursor(position: repo.Position): string {
-  return Buffer.from(`${position.txid}.${position.id}`).toString('base64url');
-}
+const positionCursor = (position: repo.Position) => encodeCursor(`${position.txid}.${position.id}`);
 
-const notIssued = () =>
-  new ValidationError([{ path: 'querystring.cursor', message: 'is not a cursor this service issued' }]);
-
-function decodeCursor(cursor: string): repo.Position {
-  const match = /^(\d{1,20})\.(\d{1,19})$/.exec(Buffer.from(cursor, 'base64url').toString('utf8'));
+function positionOf(cursor: string): repo.Position {
+  const match = /^(\d{1,20})\.(\d{1,19})$/.exec(cursorText(cursor));
   if (!match || BigInt(match[1] as string) >= 2n ** 64n || BigInt(match[2] as string) >= 2n ** 63n) {
-    throw notIssued();
+    throw cursorNotIssued();
   }
+  // Digits as given out: a leading zero would name the same position in another text.
   const position = { txid: match[1] as string, id: match[2] as string };
-  // The decoder skips what is not base64url (padding, dots, spaces): only the exact text given out names the position.
-  if (encodeCursor(position) !== cursor) throw notIssued();
+  if (/^0\d/.test(position.txid) || /^0\d/.test(position.id)) throw cursorNotIssued();
   return position;
 }
 
@@ -160,7 +156,7 @@ export function createEventsService({ db, clock, runner, enabled, retentionDays 
      * a later page never holds an event that belongs before a cursor already given out.
      */
     async list(actor: Actor, query: EventsQuery): Promise<EventList> {
-      const after = query.cursor === undefined ? repo.START : decodeCursor(query.cursor);
+      const after = query.cursor === undefined ? repo.START : positionOf(query.cursor);
       const { rows, horizon, nextTransaction } = await repo.listEvents(
         db,
         {
@@ -175,14 +171,14 @@ export function createEventsService({ db, clock, runner, enabled, retentionDays 
       // Every cursor given out is at or below a horizon, which is at most the next transaction id
       // then (its value when none runs), and that id only grows: a cursor beyond it now was never
       // given out, and would answer empty pages until ids got there.
-      if (BigInt(after.txid) > BigInt(nextTransaction)) throw notIssued();
+      if (BigInt(after.txid) > BigInt(nextTransaction)) throw cursorNotIssued();
       const page = rows.slice(0, query.limit);
       const hasMore = rows.length > query.limit;
       const last = page[page.length - 1];
       // A full page continues after its last event; otherwise everything below the horizon has
       // been seen, and the next poll starts there.
       const next = hasMore && last ? { txid: last.txid, id: last.id } : later(after, { txid: horizon, id: '0' });
-      return { events: page.map(toEvent), nextCursor: encodeCursor(next), hasMore };
+      return { events: page.map(toEvent), nextCursor: positionCursor(next), hasMore };
     },
 
     /**
