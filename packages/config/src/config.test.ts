@@ -56,6 +56,13 @@ describe('loadConfig', () => {
     expect(problem({ CACHE_READS: 'yes' })).toMatch(/CACHE_READS/);
   });
 
+  it('refuses a recomputation chunk larger than a chunk job carries', () => {
+    expect(loadConfig({ RECOMPUTE_CHUNK_SIZE: '1000' }).RECOMPUTE_CHUNK_SIZE).toBe(1000);
+    // A chunk of 1,001 agents failed its job's payload check when queued: every recomputation of
+    // more agents answered 500, after its audit entry said it was queued.
+    expect(problem({ RECOMPUTE_CHUNK_SIZE: '1001' })).toMatch(/RECOMPUTE_CHUNK_SIZE/);
+  });
+
   it('names every bad variable at once', () => {
     const message = problem({ PORT: '-1', WORKER_CONCURRENCY_CHECKS: 'many' });
     expect(message).toMatch(/PORT: /);

@@ -172,6 +172,9 @@ const ledgerEnv = {
   TX_RECHECK_INTERVAL_MS: positiveInt(60_000),
 };
 
+/** The most agents one recomputation chunk job carries (its payload, packages/jobs/src/registry.ts). */
+export const RECOMPUTE_CHUNK_MAX = 1000;
+
 /** Queues and workers; docs/jobs.md. */
 const jobsEnv = {
   REDIS_URL: optionalString.superRefine((value, ctx) => {
@@ -186,7 +189,11 @@ const jobsEnv = {
   BULLMQ_PREFIX: z.string().default('vouch'),
   /** How long a request waits for its job before answering 202 with the job id. */
   JOB_WAIT_TIMEOUT_MS: positiveInt(10_000),
-  RECOMPUTE_CHUNK_SIZE: positiveInt(250),
+  /**
+   * Agents per recomputation chunk: at most what a chunk job's payload takes (RECOMPUTE_CHUNK_MAX),
+   * since a larger chunk fails its payload's check when queued and the recomputation answered 500.
+   */
+  RECOMPUTE_CHUNK_SIZE: positiveInt(250, RECOMPUTE_CHUNK_MAX),
   /** Comma-separated queues a worker process takes jobs from; unset → all. */
   WORKER_QUEUES: queueList,
   /** Jobs per queue a process runs at once, unless the queue's own setting says otherwise. */

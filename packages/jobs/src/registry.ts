@@ -1,4 +1,4 @@
-import { type QueueName, queueNames } from '@vouch/config';
+import { type QueueName, queueNames, RECOMPUTE_CHUNK_MAX } from '@vouch/config';
 import { anomalyResult, chainStatuses, screeningResult, verificationResult } from '@vouch/schemas';
 import { z } from 'zod';
 
@@ -80,7 +80,7 @@ export const jobs = {
   recomputeChunk: defineJob({
     name: 'scores.recompute-chunk',
     queue: 'recompute',
-    payload: z.object({ agents: z.array(address).min(1).max(1000) }),
+    payload: z.object({ agents: z.array(address).min(1).max(RECOMPUTE_CHUNK_MAX) }),
     result: z.object({ scored: z.number().int(), updated: z.number().int(), worker: z.string() }),
   }),
   refreshAgent: defineJob({
