@@ -1,10 +1,12 @@
 import { createServer, type IncomingMessage, type Server } from 'node:http';
+import { x402Facilitator } from '@x402/core/facilitator';
+import { VerifyError } from '@x402/core/types';
 import { authorizationTypes } from '@x402/evm';
 import { getAddress } from 'viem';
 import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { VouchClient, VouchRequestError, VouchUnavailableError } from './client.ts';
-import { createVouchHooks, type Logger } from './hooks.ts';
+import { createVouchHooks, type Logger, registerVouchFacilitatorHooks } from './hooks.ts';
 
 // The hooks' own behaviour — failing open or closed, timeouts, which refusals abort — against a
 // scripted HTTP server on loopback (the end-to-end test runs them against Vouch itself).
@@ -336,5 +338,42 @@ describe('the hooks', () => {
       result: { isValid: false, invalidReason: 'invalid_exact_evm_insufficient_balance' },
     });
     expect(seen.map((s) => s.url)).toEqual(['/api/decisions', `/api/budgets/${PAYER}/authorizations/9/void`]);
+  });
+
+  it('voids the hold of a payment a facilitator answered invalid with a failure, not a result, and keeps it for a used nonce', async () => {
+    script = (req) => (req.url === '/api/decisions' ? ok(allow) : ok({ ...hold, status: 'voided' }));
+    const voids = () => seen.filter((s) => s.url.endsWith('/void')).map((s) => s.url);
+    // A resource server's HTTPFacilitatorClient throws a facilitator's non-2xx invalid answer as a
+    // VerifyError: the failure hooks get it, with the facilitator's reason.
+    const hooks = createVouchHooks({ url, logger: recordingLogger().logger });
+    const invalid = (invalidReason: string) => new VerifyError(400, { isValid: false, invalidReason });
+    await hooks.onVerifyFailure({ ...ctx, error: invalid('invalid_exact_evm_nonce_already_used') });
+    expect(voids()).toEqual([]);
+    await hooks.onVerifyFailure({ ...ctx, error: invalid('invalid_exact_evm_insufficient_balance') });
+    expect(voids()).toEqual([`/api/budgets/${PAYER}/authorizations/9/void`]);
+
+    // An x402Facilitator hands a scheme's invalid result (isValid: false) to its failure hooks,
+    // never to its after-verify hooks.
+    seen.length = 0;
+    let answer = { isValid: false, invalidReason: 'invalid_exact_evm_insufficient_balance', invalidMessage: 'low' };
+    const facilitator = new x402Facilitator().register('eip155:8453', {
+      scheme: 'exact',
+      caipFamily: 'eip155:*',
+      getExtra: () => undefined,
+      getSigners: () => [],
+      verify: async () => answer,
+      settle: async () => {
+        throw new Error('not settled here');
+      },
+    } as never);
+    registerVouchFacilitatorHooks(facilitator, { url, logger: recordingLogger().logger });
+    const verify = () => facilitator.verify(ctx.paymentPayload as never, requirements as never);
+    expect(await verify()).toMatchObject({ isValid: false });
+    expect(seen.filter((s) => s.url === '/api/decisions')).toHaveLength(2); // decided, then read to void
+    expect(voids()).toEqual([`/api/budgets/${PAYER}/authorizations/9/void`]);
+    seen.length = 0;
+    answer = { isValid: false, invalidReason: 'invalid_exact_evm_nonce_already_used', invalidMessage: 'used' };
+    expect(await verify()).toMatchObject({ isValid: false });
+    expect(voids()).toEqual([]);
   });
 });

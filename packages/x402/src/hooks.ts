@@ -75,6 +75,24 @@ function reportedFailure(error: unknown): { errorReason?: string; transaction?: 
 }
 
 /**
+ * The reason a verification that ended in the failure hooks gave for finding the payment invalid,
+ * or null when it threw without one (a timeout, a lost connection: the outcome is not known). A
+ * facilitator's invalid answer arrives there, not in the after-verify hooks: a resource server's
+ * `HTTPFacilitatorClient` throws a non-2xx `{isValid: false}` as a `VerifyError`, and an
+ * `x402Facilitator` passes a scheme's invalid result to its failure hooks as
+ * `new Error('<invalidReason>: <invalidMessage>')` (`facilitator` reads that form).
+ */
+function invalidReasonOf(error: unknown, facilitator: boolean): string | null {
+  if (error instanceof Error && error.name === 'VerifyError') {
+    const { invalidReason } = error as Error & { invalidReason?: unknown };
+    return typeof invalidReason === 'string' ? invalidReason : null;
+  }
+  if (facilitator && error instanceof Error && error.constructor === Error)
+    return /^([a-z][a-z0-9_]*)(?:: |$)/.exec(error.message)?.[1] ?? null;
+  return null;
+}
+
+/**
  * Hooks that put Vouch in front of x402 payments, for `x402ResourceServer` (@x402/core/server) or
  * `x402Facilitator` (@x402/core/facilitator):
  *
@@ -84,7 +102,9 @@ function reportedFailure(error: unknown): { errorReason?: string; transaction?: 
  *   the sanctions screen finds now: a refusal aborts and voids the hold.
  * - `onAfterVerify` (a payment the facilitator found invalid, but for a used nonce), `onSettleFailure`
  *   (one that surely moved no money) and `onVerifiedPaymentCanceled` (the resource's handler
- *   failed): the hold is voided. `onVerifyFailure` (verification threw) keeps it until it expires.
+ *   failed): the hold is voided. `onVerifyFailure` voids it as `onAfterVerify` does when the failure
+ *   is the facilitator's invalid answer (`invalidReasonOf`; `facilitatorSide`: the hooks are an
+ *   `x402Facilitator`'s), and keeps it until it expires when verification threw without one.
  * - `onAfterSettle`: the hold is captured for the settled amount (less than held for `upto`; the
  *   rest is released) as `settled` — the money has moved, so the screen cannot refuse recording
  *   it — and the transaction recorded.
@@ -92,7 +112,7 @@ function reportedFailure(error: unknown): { errorReason?: string; transaction?: 
  * Every call for one payment carries the same `Idempotency-Key`, so a retried payment decides and
  * holds once, and captures once. No hook throws: the x402 packages would only log it.
  */
-export function createVouchHooks(options: VouchHooksOptions) {
+export function createVouchHooks(options: VouchHooksOptions, facilitatorSide = false) {
   const client = new VouchClient(options);
   const log = options.logger ?? consoleLogger;
   const failOpen = options.failMode === 'open';
@@ -326,7 +346,14 @@ export function createVouchHooks(options: VouchHooksOptions) {
         await release(ctx, `verification failed: ${reason ?? 'invalid'}`, 'verify');
       return undefined;
     },
-    onVerifyFailure: async (ctx: PaymentContext) => {
+    onVerifyFailure: async (ctx: PaymentContext & { readonly error?: unknown }) => {
+      // The facilitator found the payment invalid, and said why: as after an invalid result, a
+      // reason that moved nothing for sure voids the hold (a used nonce keeps it).
+      const reason = invalidReasonOf(ctx.error, facilitatorSide);
+      if (reason !== null && releasesHold({ errorReason: reason })) {
+        await release(ctx, `verification failed: ${reason}`, 'verify');
+        return undefined;
+      }
       // Verification threw: what the facilitator made of the payment is not known, and another
       // attempt of it may be settling. The hold stays until it expires (failing closed).
       const described = describe(ctx);
@@ -378,7 +405,8 @@ export function registerVouchHooks(server: x402ResourceServer, options: VouchHoo
  * see the resource's handler: a payment verified but never settled keeps its hold until it expires.
  */
 export function registerVouchFacilitatorHooks(facilitator: x402Facilitator, options: VouchHooksOptions): VouchHooks {
-  const hooks = createVouchHooks(options);
+  // Its invalid verifications reach onVerifyFailure as plain errors naming the reason (invalidReasonOf).
+  const hooks = createVouchHooks(options, true);
   facilitator
     .onBeforeVerify(hooks.onBeforeVerify)
     .onAfterVerify(async (ctx) => {
