@@ -62,4 +62,26 @@ describe.runIf(inject('testDbMode') === 'postgres')('npm run audit:verify and au
       '',
     ]);
   }, 60_000);
+
+  it.each([
+    ['audit:verify', ['--organisation', 'cli']],
+    ['audit:verify', ['--organization']],
+    ['audit:verify', ['cli']],
+    ['audit:export', ['--organisation', 'cli']],
+    ['audit:export', ['--organization']],
+    ['audit:export', ['cli']],
+    ['db:migrate', ['--down']],
+  ])(
+    '%s refuses %j with one line and the usage (exit 2), not a stack trace, and does nothing',
+    (script, args) => {
+      const result = run(script, args);
+      const lines = result.stderr.trim().split('\n');
+      expect(
+        [result.status, lines.length, lines[0]?.startsWith(`${script}: `), lines[1]?.startsWith('usage: ')],
+        result.stderr,
+      ).toEqual([2, 2, true, true]);
+      expect(result.stdout).toBe('');
+    },
+    60_000,
+  );
 });

@@ -6,7 +6,17 @@ import { DEFAULT_ORGANIZATION, systemActor } from '@vouch/core';
 import { createRuntime, exitOnStartupFailure, loadConfig } from '@vouch/runtime';
 import pino from 'pino';
 
-const { values } = parseArgs({ options: { organization: { type: 'string', default: DEFAULT_ORGANIZATION } } });
+// A mistyped option (`--organisation`), a missing value or a stray argument is refused with the
+// usage, not a stack trace (and not the default organization's chain in place of the one meant).
+const { values } = (() => {
+  try {
+    return parseArgs({ options: { organization: { type: 'string', default: DEFAULT_ORGANIZATION } } });
+  } catch (error) {
+    console.error(`audit:export: ${(error as Error).message.split('.')[0]}`);
+    console.error('usage: npm run audit:export [-- --organization <id>] > audit.jsonl');
+    return process.exit(2);
+  }
+})();
 
 try {
   const runtime = await createRuntime(loadConfig(), {

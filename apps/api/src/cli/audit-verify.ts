@@ -5,7 +5,17 @@ import { parseArgs } from 'node:util';
 import { createRuntime, exitOnStartupFailure, loadConfig } from '@vouch/runtime';
 import pino from 'pino';
 
-const { values } = parseArgs({ options: { organization: { type: 'string' } } });
+// A mistyped option (`--organisation`), a missing value or a stray argument is refused with the
+// usage, not a stack trace (and not a walk of every chain but the one meant).
+const { values } = (() => {
+  try {
+    return parseArgs({ options: { organization: { type: 'string' } } });
+  } catch (error) {
+    console.error(`audit:verify: ${(error as Error).message.split('.')[0]}`);
+    console.error('usage: npm run audit:verify [-- --organization <id>]');
+    return process.exit(2);
+  }
+})();
 
 try {
   const runtime = await createRuntime(loadConfig(), {
