@@ -63,6 +63,25 @@ describe.runIf(inject('testDbMode') === 'postgres')('npm run audit:verify and au
     ]);
   }, 60_000);
 
+  it('ends an export whose reader goes away (`| head`) with one line and exit 1, not a stack trace', async () => {
+    const runtime = await createTestRuntime(database, { loadSanctions: false });
+    await runtime.services.organizations.create(systemActor(), { id: 'wide', name: 'Wide' });
+    // Well past a pipe's buffer (64 KiB), so that writes are still going when the reader has gone.
+    for (let i = 0; i < 600; i++)
+      await runtime.services.audit.record(systemActor('wide'), 'test.entry', null, { i, pad: 'x'.repeat(200) });
+    await runtime.close();
+    const result = spawnSync(
+      'bash',
+      ['-o', 'pipefail', '-c', 'npm run --silent audit:export -- --organization wide | head -c 10 > /dev/null'],
+      {
+        cwd: new URL('../../../', import.meta.url).pathname,
+        env: { ...process.env, DATABASE_URL: database.url },
+        encoding: 'utf8',
+      },
+    );
+    expect([result.status, result.stderr.trim()]).toEqual([1, 'audit:export: failed: write EPIPE']);
+  }, 60_000);
+
   it.each([
     ['audit:verify', ['--organisation', 'cli']],
     ['audit:verify', ['--organization']],
