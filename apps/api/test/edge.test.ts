@@ -85,6 +85,18 @@ describe('CORS', () => {
     }
   });
 
+  it('answers an OPTIONS that is no preflight 400 in the failure envelope', async () => {
+    // Without Origin or Access-Control-Request-Method an OPTIONS is no CORS preflight (a scanner's,
+    // a curl): refused as any other bad request is, not with a bare text body.
+    for (const headers of [{}, { origin: ORIGIN }, { 'access-control-request-method': 'POST' }]) {
+      const res = await t.app.inject({ method: 'OPTIONS', url: '/api/agents', headers });
+      expect(res.statusCode).toBe(400);
+      const body = failureEnvelope.parse(res.json());
+      expect(body.error.code).toBe('VALIDATION_ERROR');
+      expect(body.error.requestId).toBe(res.headers['x-request-id']);
+    }
+  });
+
   it('gives no CORS headers to another origin', async () => {
     const res = await t.app.inject({ method: 'GET', url: '/health', headers: { origin: 'https://evil.example' } });
     expect(res.headers['access-control-allow-origin']).toBeUndefined();

@@ -3,6 +3,7 @@ import cors from '@fastify/cors';
 import type { FastifyInstance } from 'fastify';
 import fp from 'fastify-plugin';
 import helmet, { type HelmetOptions } from 'helmet';
+import { sendFailure } from './errors.ts';
 
 declare module 'fastify' {
   interface FastifyContextConfig {
@@ -87,6 +88,18 @@ export const securityPlugin = fp(
       done();
     });
     if (corsOrigins?.length) {
+      // An OPTIONS without Origin or Access-Control-Request-Method is no preflight (a scanner's, a
+      // curl): @fastify/cors refuses it with a bare text body; refused here first, in the envelope.
+      app.addHook('onRequest', (request, reply, done) => {
+        const { origin, 'access-control-request-method': method } = request.headers;
+        if (request.method !== 'OPTIONS' || (origin && method)) return done();
+        sendFailure(
+          reply,
+          request,
+          'VALIDATION_ERROR',
+          'an OPTIONS request is a CORS preflight: it needs Origin and Access-Control-Request-Method',
+        );
+      });
       await app.register(cors, {
         origin: corsOrigins,
         methods: ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE'],
