@@ -5,6 +5,7 @@ import { failureEnvelope } from '@vouch/schemas';
 import type { Queue } from 'bullmq';
 import Fastify, { type FastifyBaseLogger, LogController } from 'fastify';
 import { validatorCompiler, type ZodTypeProvider } from 'fastify-type-provider-zod';
+import { z } from 'zod';
 import { type EdgeDeps, edgePlugin } from './edge.ts';
 import { edgeDeps } from './edge-config.ts';
 import { implicitFailures } from './http.ts';
@@ -33,6 +34,8 @@ export interface AppDeps extends EdgeDeps {
 }
 
 const REQUEST_ID_RE = /^[\w.:-]{1,128}$/;
+/** The query of a route that takes none. */
+const noQuery = z.strictObject({});
 
 /** Builds the HTTP app from its dependencies; no env, no listen. */
 export async function buildApp(deps: AppDeps) {
@@ -81,6 +84,12 @@ export async function buildApp(deps: AppDeps) {
     if (!draining) return done();
     reply.header('connection', 'close');
     sendFailure(reply, request, 'SERVICE_UNAVAILABLE', 'the server is shutting down; retry on a new connection');
+  });
+  // An /api route that takes no query parameter refuses any (400), as unknown body fields are: a
+  // spend sent with `?asset=…` (which GET of a budget reads) would otherwise spend the wei budget.
+  app.addHook('onRoute', (route) => {
+    if (route.url.startsWith('/api/') && route.schema && !route.schema.querystring)
+      route.schema = { ...route.schema, querystring: noQuery };
   });
   // Statuses every route of a kind answers, declared once here rather than in each route's list.
   app.addHook('onRoute', (route) => {

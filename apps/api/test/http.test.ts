@@ -123,6 +123,34 @@ describe('the failure envelope for malformed requests', () => {
   }
 });
 
+describe('query parameters', () => {
+  it('a route that takes none refuses any, nothing stored: a spend does not read `?asset=` as GET of its budget does', async () => {
+    const usdc = 'eip155:8453/erc20:0x833589fcd6edb6e08f4c7c32d4f71b54bda02913';
+    const cases: InjectOptions[] = [
+      // No USDC budget is set: taken from the wei budget, this would spend what the caller did not mean.
+      {
+        method: 'POST',
+        url: `/api/budgets/${agent}/spend?asset=${encodeURIComponent(usdc)}`,
+        payload: { amount: '1' },
+      },
+      { method: 'POST', url: `/api/budgets/${agent}/check?dryRun=true`, payload: { amount: '1' } },
+      { method: 'GET', url: `/api/agents/${agent}/score?bogus=1` },
+      { method: 'HEAD', url: `/api/agents/${agent}/score?bogus=1` },
+    ];
+    for (const request of cases) {
+      const before = await snapshot();
+      const res = await t.app.inject(request);
+      expect(res.statusCode, String(request.url)).toBe(400);
+      if (request.method !== 'HEAD') {
+        const body = failureEnvelope.parse(res.json());
+        expect(body.error.code).toBe('VALIDATION_ERROR');
+        expect(body.error.details).toEqual([expect.objectContaining({ path: 'querystring' })]);
+      }
+      expect(await snapshot()).toEqual(before);
+    }
+  });
+});
+
 describe('request ids', () => {
   it('echoes a sane X-Request-Id and generates one otherwise', async () => {
     const echoed = await t.app.inject({ method: 'GET', url: '/api/agents', headers: { 'x-request-id': 'abc-123' } });
