@@ -1,5 +1,5 @@
 import { failureEnvelope } from '@vouch/schemas';
-import { createTestApp, type TestContext } from '@vouch/testkit';
+import { createAgent, createTestApp, type TestContext } from '@vouch/testkit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 // What a client meets at the edge, each against an app configured for it: CORS for every method
@@ -40,6 +40,21 @@ describe('CORS', () => {
         expect(String(res.headers['access-control-allow-methods']).split(/\s*,\s*/)).toContain(method);
       });
     }
+  });
+
+  it('exposes to a listed origin the job id a queued route answers with (X-Job-Id), a 200 included', async () => {
+    // docs/jobs.md: a 200 carries its job's id only in X-Job-Id; a browser script reads a response
+    // header only when Access-Control-Expose-Headers names it.
+    const agents = [await createAgent(t.app), await createAgent(t.app)];
+    const res = await t.app.inject({
+      method: 'POST',
+      url: '/api/agents/batch-scores',
+      headers: { origin: ORIGIN },
+      payload: { agents, scores: [900, 100], reasons: ['0x01', '0x02'] },
+    });
+    expect(res.statusCode).toBe(200);
+    expect(res.headers['x-job-id']).toEqual(expect.any(String));
+    expect(String(res.headers['access-control-expose-headers']).split(/\s*,\s*/)).toContain('x-job-id');
   });
 });
 
