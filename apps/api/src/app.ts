@@ -11,7 +11,7 @@ import { edgeDeps } from './edge-config.ts';
 import { implicitFailures } from './http.ts';
 import { idempotencyHeaders, replaySerializationPlugin } from './idempotency.ts';
 import { coalesceWritesPlugin } from './plugins/coalesce-writes.ts';
-import { clientErrorHandler, errorsPlugin, frameworkErrors, sendFailure } from './plugins/errors.ts';
+import { clientErrorHandler, errorsPlugin, frameworkErrors } from './plugins/errors.ts';
 import { queueDashboard } from './plugins/queue-dashboard.ts';
 import { apiRoutes } from './routes/index.ts';
 import { responseSerializerCompiler } from './serializer.ts';
@@ -72,18 +72,10 @@ export async function buildApp(deps: AppDeps) {
   app.setSerializerCompiler(responseSerializerCompiler);
   // JSON only: anything else (text/plain included) is 415.
   app.removeContentTypeParser('text/plain');
-  // While the server drains, a request arriving on a kept-alive connection is a 503 in the
-  // failure envelope, and the connection is closed after it.
-  let draining = false;
-  app.addHook('preClose', (done) => {
-    draining = true;
-    done();
-  });
+  // First of all hooks, so that every answer carries it (a drain's 503 and a CORS preflight included).
   app.addHook('onRequest', (request, reply, done) => {
     reply.header('x-request-id', request.id);
-    if (!draining) return done();
-    reply.header('connection', 'close');
-    sendFailure(reply, request, 'SERVICE_UNAVAILABLE', 'the server is shutting down; retry on a new connection');
+    done();
   });
   // An /api route that takes no query parameter refuses any (400), as unknown body fields are: a
   // spend sent with `?asset=…` (which GET of a budget reads) would otherwise spend the wei budget.

@@ -7,6 +7,7 @@ import fp from 'fastify-plugin';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { createMetrics } from './metrics.ts';
 import { type AuthOptions, authenticatePlugin, authorizePlugin } from './plugins/auth.ts';
+import { sendFailure } from './plugins/errors.ts';
 import { metricsPlugin } from './plugins/metrics.ts';
 import { openapiPlugin } from './plugins/openapi.ts';
 import { rateLimitPlugin } from './plugins/rate-limit.ts';
@@ -40,7 +41,7 @@ export interface EdgeDeps {
 }
 
 /**
- * Registers, in this order: security headers and CORS, request metrics, the OpenAPI
+ * Registers, in this order: security headers and CORS, a draining server's refusal, request metrics, the OpenAPI
  * document and docs UI, key lookup, rate limits (which count per key), authorization,
  * then the probe, metrics and key routes. Must come before any other route.
  */
@@ -51,6 +52,19 @@ export const edgePlugin = fp(
     const auth = deps.auth ?? { mode: 'off' };
 
     await app.register(securityPlugin, { corsOrigins: deps.corsOrigins });
+    // While the server drains, a request arriving on a kept-alive connection is a 503 in the
+    // failure envelope, and the connection is closed after it. Refused here, after the security
+    // headers and CORS (so the 503 carries them, as every answer does) and before any key lookup.
+    let draining = false;
+    app.addHook('preClose', (done) => {
+      draining = true;
+      done();
+    });
+    app.addHook('onRequest', (request, reply, done) => {
+      if (!draining) return done();
+      reply.header('connection', 'close');
+      sendFailure(reply, request, 'SERVICE_UNAVAILABLE', 'the server is shutting down; retry on a new connection');
+    });
     const jobs = deps.jobs;
     // Read for /ready and the workers gauge, at most once a second whatever the probing rate.
     const queueReports = jobs

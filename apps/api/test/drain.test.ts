@@ -61,5 +61,9 @@ describe('answers given while the server drains', () => {
     expect(drained.headers['retry-after']).toBeDefined();
     expect(drained.headers.connection).toBe('close');
     expect(JSON.parse(drained.body).error.code).toBe('SERVICE_UNAVAILABLE');
+    // docs/edge.md: the security headers are on every response, this one too.
+    expect(drained.headers['cache-control']).toBe('no-store');
+    expect(drained.headers['x-content-type-options']).toBe('nosniff');
+    expect(drained.headers['content-security-policy']).toContain("default-src 'none'");
   }, 60_000);
 });
