@@ -2,22 +2,14 @@
 // Writes an organization's audit chain, oldest first, one JSON object per line (the same lines as
 // GET /api/audit/export): each line's hash is sha256(prevHash + "\n" + seq + "\n" + entry).
 import { once } from 'node:events';
-import { parseArgs } from 'node:util';
 import { DEFAULT_ORGANIZATION, systemActor } from '@vouch/core';
 import { createRuntime, exitOnStartupFailure, loadConfig } from '@vouch/runtime';
 import pino from 'pino';
+import { cliArgs } from './args.ts';
 
-// A mistyped option (`--organisation`), a missing value or a stray argument is refused with the
-// usage, not a stack trace (and not the default organization's chain in place of the one meant).
-const { values } = (() => {
-  try {
-    return parseArgs({ options: { organization: { type: 'string', default: DEFAULT_ORGANIZATION } } });
-  } catch (error) {
-    console.error(`audit:export: ${(error as Error).message.split('.')[0]}`);
-    console.error('usage: npm run audit:export [-- --organization <id>] > audit.jsonl');
-    return process.exit(2);
-  }
-})();
+const { values } = cliArgs('audit:export', 'npm run audit:export [-- --organization <id>] > audit.jsonl', {
+  options: { organization: { type: 'string', default: DEFAULT_ORGANIZATION } },
+});
 
 try {
   const runtime = await createRuntime(loadConfig(), {

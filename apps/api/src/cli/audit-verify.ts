@@ -1,21 +1,13 @@
 // `npm run audit:verify [-- --organization <id>]`
 // Walks every organization's audit chain (or one): each entry's number, previous hash, hash and
 // columns, and the head that records the last entry. Prints what it checked; exits 1 at any break.
-import { parseArgs } from 'node:util';
 import { createRuntime, exitOnStartupFailure, loadConfig } from '@vouch/runtime';
 import pino from 'pino';
+import { cliArgs } from './args.ts';
 
-// A mistyped option (`--organisation`), a missing value or a stray argument is refused with the
-// usage, not a stack trace (and not a walk of every chain but the one meant).
-const { values } = (() => {
-  try {
-    return parseArgs({ options: { organization: { type: 'string' } } });
-  } catch (error) {
-    console.error(`audit:verify: ${(error as Error).message.split('.')[0]}`);
-    console.error('usage: npm run audit:verify [-- --organization <id>]');
-    return process.exit(2);
-  }
-})();
+const { values } = cliArgs('audit:verify', 'npm run audit:verify [-- --organization <id>]', {
+  options: { organization: { type: 'string' } },
+});
 
 try {
   const runtime = await createRuntime(loadConfig(), {

@@ -1,19 +1,13 @@
 // `npm run db:migrate`: brings DATABASE_URL (or the embedded database in DATA_DIR) to the
 // latest schema and loads the bundled sanctions snapshot if there is none yet.
-import { parseArgs } from 'node:util';
 import { migrateToLatest } from '@vouch/db';
 import { createRuntime, exitOnStartupFailure, loadConfig } from '@vouch/runtime';
 import pino from 'pino';
+import { cliArgs } from './args.ts';
 
 // It takes no arguments: one given (`--down`, `--dry-run`) is refused with the usage, since
 // ignoring it would migrate up what the operator meant to roll back or only to look at.
-try {
-  parseArgs({ options: {} });
-} catch (error) {
-  console.error(`db:migrate: ${(error as Error).message.split('.')[0]}`);
-  console.error('usage: npm run db:migrate (takes no arguments)');
-  process.exit(2);
-}
+cliArgs('db:migrate', 'npm run db:migrate (takes no arguments)', { options: {} });
 
 try {
   const runtime = await createRuntime(loadConfig(), {

@@ -4,30 +4,19 @@
 // Prints what was added and removed and the registered agents whose status changed. A list that
 // names no address is refused, and one under half the active list's size unless --force.
 import { readFile } from 'node:fs/promises';
-import { parseArgs } from 'node:util';
 import { isCalendarDate } from '@vouch/core';
 import { createRuntime, exitOnStartupFailure, loadConfig } from '@vouch/runtime';
 import pino from 'pino';
+import { cliArgs, usageExit } from './args.ts';
 import { printImportResult } from './sanctions-result.ts';
 
-function usage(problem?: string): never {
-  if (problem) console.error(`sanctions:import: ${problem}`);
-  console.error('usage: npm run sanctions:import -- <sdn_advanced.xml> [--date YYYY-MM-DD] [--force]');
-  process.exit(2);
-}
-// A mistyped option (`--froce`, `--force=yes`) is refused with the usage, not a stack trace.
-const { values, positionals } = (() => {
-  try {
-    return parseArgs({
-      allowPositionals: true,
-      options: { date: { type: 'string' }, force: { type: 'boolean', default: false } },
-    });
-  } catch (error) {
-    return usage((error as Error).message.split('.')[0]);
-  }
-})();
+const USAGE = 'npm run sanctions:import -- <sdn_advanced.xml> [--date YYYY-MM-DD] [--force]';
+const { values, positionals } = cliArgs('sanctions:import', USAGE, {
+  allowPositionals: true,
+  options: { date: { type: 'string' }, force: { type: 'boolean', default: false } },
+});
 const file = positionals[0];
-if (!file || (values.date !== undefined && !isCalendarDate(values.date))) usage();
+if (!file || (values.date !== undefined && !isCalendarDate(values.date))) usageExit('sanctions:import', USAGE);
 
 try {
   const runtime = await createRuntime(loadConfig(), { role: 'cli', logger: pino({ level: 'warn' }), migrate: true });

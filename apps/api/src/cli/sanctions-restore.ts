@@ -2,21 +2,14 @@
 // Makes the OFAC lists shipped with Vouch (data/sanctions) the active snapshot again, for when
 // the active list is missing or a bad import must be undone. Like an import, it refuses to
 // replace a list more than twice its size unless --force is given.
-import { parseArgs } from 'node:util';
 import { createRuntime, exitOnStartupFailure, loadConfig } from '@vouch/runtime';
 import pino from 'pino';
+import { cliArgs } from './args.ts';
 import { printImportResult } from './sanctions-result.ts';
 
-// A mistyped option (`--froce`, `--force=yes`) is refused with the usage, not a stack trace.
-const { values } = (() => {
-  try {
-    return parseArgs({ options: { force: { type: 'boolean', default: false } } });
-  } catch (error) {
-    console.error(`sanctions:restore: ${(error as Error).message.split('.')[0]}`);
-    console.error('usage: npm run sanctions:restore [-- --force]');
-    return process.exit(2);
-  }
-})();
+const { values } = cliArgs('sanctions:restore', 'npm run sanctions:restore [-- --force]', {
+  options: { force: { type: 'boolean', default: false } },
+});
 
 try {
   const runtime = await createRuntime(loadConfig(), {
