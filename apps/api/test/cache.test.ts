@@ -6,6 +6,7 @@ import {
   createAgentWithBudget,
   createTestApp,
   get,
+  listOnActiveSnapshot,
   post,
   randomAddress,
   type TestContext,
@@ -95,6 +96,19 @@ describe('read cache', () => {
     expect(await eventually(remaining, '70')).toBe('70');
     await post(t.app, `/api/budgets/${address}/set`, { dailyLimit: '500' });
     expect(await eventually(remaining, '470')).toBe('470');
+  });
+
+  it('a cached budget check sees its agent’s owner change (the owner is screened), whoever changed it', async () => {
+    const owner = randomAddress();
+    await listOnActiveSnapshot(t.database.db, owner);
+    const address = await createAgentWithBudget(t.app, { dailyLimit: '100', monthlyLimit: '1000' });
+    const check = async () => (await post(t.app, `/api/budgets/${address}/check`, { amount: '1' })).json().data;
+    // Let the set-up's own notifications arrive first (a load racing them is not kept).
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    expect((await check()).allowed).toBe(true);
+    // Another process changes the owner to a listed address: only the agents row changes.
+    await t.database.db.updateTable('agents').set({ owner }).where('address', '=', address).execute();
+    expect(await eventually(async () => (await check()).reason, 'SANCTIONED')).toBe('SANCTIONED');
   });
 
   it('a budget read in a caller’s transaction goes through it, past the cache', async () => {

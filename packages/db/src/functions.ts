@@ -333,6 +333,32 @@ export const budgetThresholdsV1: Definition = {
 };
 
 /**
+ * v1 of the owner notifications: an agent whose owner changed sends `budgets:<address>` at
+ * commit. Cached budget rows carry their agent's screening, which screens the owner too (SANCTIONED
+ * when either is listed), but the agents' triggers announce only `agents:<address>`: every other
+ * API process kept checking the agent's budget against its old owner (allowed after a change to a
+ * listed owner) until the budget row itself changed. Per row, only when the owner differs: owner
+ * changes are one agent at a time (PostgreSQL sends a payload once per transaction).
+ */
+export const agentOwnerNotifyBudgetsV1: Definition = {
+  async create(db) {
+    await sql`
+    CREATE FUNCTION vouch_notify_owner_budgets() RETURNS trigger LANGUAGE plpgsql AS $$
+    BEGIN
+      PERFORM pg_notify('vouch_cache', 'budgets:' || NEW.address);
+      RETURN NULL;
+    END $$`.execute(db);
+    await sql`CREATE TRIGGER agents_owner_notify_budgets AFTER UPDATE OF owner ON agents
+      FOR EACH ROW WHEN (OLD.owner IS DISTINCT FROM NEW.owner)
+      EXECUTE FUNCTION vouch_notify_owner_budgets()`.execute(db);
+  },
+  async drop(db) {
+    await sql`DROP TRIGGER IF EXISTS agents_owner_notify_budgets ON agents`.execute(db);
+    await sql`DROP FUNCTION IF EXISTS vouch_notify_owner_budgets()`.execute(db);
+  },
+};
+
+/**
  * v1 of the sanctions notifications: any change of the lists — which snapshot is active (an
  * import, a restore, or an edit by hand that leaves none active) or the addresses a snapshot
  * holds — tells every API process, at commit, to drop its cached budgets (they carry the agent's

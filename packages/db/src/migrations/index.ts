@@ -23,6 +23,7 @@ import * as webhookPreviousSecrets from './20261210000000-webhook-previous-secre
 import * as anomalyChecksOrganization from './20261211000000-anomaly-checks-organization.ts';
 import * as erc8004MintedTo from './20261212000000-erc8004-minted-to.ts';
 import * as transactionsMovedToken from './20261213000000-transactions-moved-token.ts';
+import * as ownerNotifyBudgets from './20261214000000-owner-notify-budgets.ts';
 
 /** Every migration, in order. Names are timestamped; never rename or reorder a landed one. */
 export const migrations: Record<string, Migration> = {
@@ -50,4 +51,5 @@ export const migrations: Record<string, Migration> = {
   '20261211000000-anomaly-checks-organization': anomalyChecksOrganization,
   '20261212000000-erc8004-minted-to': erc8004MintedTo,
   '20261213000000-transactions-moved-token': transactionsMovedToken,
+  '20261214000000-owner-notify-budgets': ownerNotifyBudgets,
 };
