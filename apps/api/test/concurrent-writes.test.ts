@@ -107,3 +107,33 @@ describe.runIf(inject('testDbMode') === 'postgres')('a velocity rule put while a
     });
   });
 });
+
+describe.runIf(inject('testDbMode') === 'postgres')('two first sets of one budget at once', () => {
+  it('the second keeps the per-transaction limit the first set, as a later set would', async () => {
+    const agent = await createAgent(t.app);
+    // The audit head, held: the first set stops at its audit append, its budget row inserted.
+    const head = await holdTransaction(t.database.db, (trx) =>
+      sql`SELECT 1 FROM audit_heads WHERE organization_id = 'default' FOR UPDATE`.execute(trx),
+    );
+    let first: ReturnType<typeof post> | undefined;
+    let second: ReturnType<typeof post> | undefined;
+    try {
+      first = post(t.app, `/api/budgets/${agent}/set`, { dailyLimit: '100', monthlyLimit: '1000', perTxLimit: '10' });
+      await until(async () => (await lockWaiters(t.database.db)) >= 1, 10_000, 20);
+      // The second finds no budget yet (the first's row is not committed) and inserts: it waits for that row.
+      second = post(t.app, `/api/budgets/${agent}/set`, { dailyLimit: '200', monthlyLimit: '2000' });
+      await until(async () => (await lockWaiters(t.database.db)) >= 2, 10_000, 20);
+    } finally {
+      await head.release();
+    }
+    expect((await first)?.statusCode).toBe(200);
+    const res = await second;
+    expect(res?.statusCode).toBe(200);
+    // One after the other, the second is a later set: it changes the limits it names, and the
+    // per-transaction limit of 10 stays (it defaults to the daily limit only when there is none).
+    expect(res?.json().data).toMatchObject({ dailyLimit: '200', monthlyLimit: '2000', perTxLimit: '10' });
+    const spend = await post(t.app, `/api/budgets/${agent}/spend`, { amount: '11' });
+    expect(spend.statusCode).toBe(422);
+    expect(spend.json().error.details.reason).toBe('PER_TX_LIMIT');
+  });
+});

@@ -64,11 +64,16 @@ export interface LimitsPatch {
   perTxLimit?: string | undefined;
 }
 
-/** First set: all three limits; a concurrent first set of the same budget updates instead. */
+/**
+ * First set: the daily and monthly limits, and the per-transaction limit (the daily one when not
+ * given). A concurrent first set of the same budget updates instead, as a later set: it changes
+ * the limits it names and keeps a per-transaction limit it does not name (defaulting it there
+ * would replace the one the other set just gave).
+ */
 export function insertBudget(
   db: Executor,
   key: BudgetKey,
-  limits: { dailyLimit: string; monthlyLimit: string; perTxLimit: string },
+  limits: { dailyLimit: string; monthlyLimit: string; perTxLimit?: string | undefined },
   windows: { day: Date; month: Date; now: Date },
 ): Promise<BudgetRow> {
   return db
@@ -79,7 +84,7 @@ export function insertBudget(
       asset: key.asset,
       daily_limit: limits.dailyLimit,
       monthly_limit: limits.monthlyLimit,
-      per_tx_limit: limits.perTxLimit,
+      per_tx_limit: limits.perTxLimit ?? limits.dailyLimit,
       daily_spent: '0',
       monthly_spent: '0',
       day_start: windows.day,
@@ -91,7 +96,7 @@ export function insertBudget(
       oc.columns(['organization_id', 'agent', 'asset']).doUpdateSet({
         daily_limit: limits.dailyLimit,
         monthly_limit: limits.monthlyLimit,
-        per_tx_limit: limits.perTxLimit,
+        ...(limits.perTxLimit !== undefined && { per_tx_limit: limits.perTxLimit }),
         updated_at: windows.now,
       }),
     )

@@ -194,11 +194,15 @@ export function createBudgetsService({ db, clock, audit, events, budgetThreshold
               missing.map((k) => ({ path: `body.${k}`, message: 'is required when the agent has no budget yet' })),
             );
           }
-          const dailyLimit = input.dailyLimit as string;
           row = await repo.insertBudget(
             trx,
             key,
-            { dailyLimit, monthlyLimit: input.monthlyLimit as string, perTxLimit: input.perTxLimit ?? dailyLimit },
+            // perTxLimit defaults to dailyLimit in the insert only (see insertBudget).
+            {
+              dailyLimit: input.dailyLimit as string,
+              monthlyLimit: input.monthlyLimit as string,
+              perTxLimit: input.perTxLimit,
+            },
             { day: dayStart(now), month: monthStart(now), now },
           );
         }
