@@ -322,6 +322,13 @@ describe('policies', () => {
           const refused = await get(t.app, `${versionsUrl}${query}`);
           expect([refused.statusCode, refused.json().error.code], query).toEqual([400, 'VALIDATION_ERROR']);
         }
+        // A version is an integer column: a cursor past 2^31 - 1 (never given out) is refused as a
+        // cursor, naming the parameter, not by the database as a value it cannot store.
+        const beyond = await get(t.app, `${versionsUrl}?cursor=${Buffer.from('2147483648').toString('base64url')}`);
+        expect([beyond.statusCode, beyond.json().error.details]).toEqual([
+          400,
+          [{ path: 'querystring.cursor', message: 'is not a cursor this service issued' }],
+        ]);
       }
     } finally {
       if (before.statusCode === 200) await setPolicy(null, before.json().data.rules);

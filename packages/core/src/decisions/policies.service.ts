@@ -5,9 +5,12 @@ import type { AuditService } from '../audit/audit.service.ts';
 import type { ReadCache } from '../cache/read-cache.ts';
 import type { Actor } from '../shared/actor.ts';
 import { type Clock, toUnixSeconds } from '../shared/clock.ts';
-import { idFromCursor, page } from '../shared/cursor.ts';
+import { cursorNotIssued, idFromCursor, page } from '../shared/cursor.ts';
 import { AgentNotFoundError, DomainError } from '../shared/errors.ts';
 import * as repo from './policies.repository.ts';
+
+/** The largest policy version: the column is an integer. */
+const MAX_VERSION = 2_147_483_647;
 
 export interface PoliciesDeps {
   db: Kysely<DB>;
@@ -157,6 +160,8 @@ export function createPoliciesService({ db, clock, audit, cache }: PoliciesDeps)
     ): Promise<{ versions: Policy[]; nextCursor: string | null }> {
       await requireAgent(agent);
       const before = query.cursor === undefined ? null : Number(idFromCursor(query.cursor));
+      // Versions are integers (at most 2^31 - 1): a larger one was never given out as a cursor.
+      if (before !== null && before > MAX_VERSION) throw cursorNotIssued();
       const rows = await repo.policyVersions(
         db,
         actor.organizationId,
