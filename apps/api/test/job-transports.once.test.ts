@@ -138,6 +138,31 @@ describe.runIf(hasRedis).each(transports({ processors: failing }))(
         await t.close();
       }
     }, 60_000);
+
+    it('a recomputation answered 202 whose chunk then fails on a busy database reads back as SERVICE_UNAVAILABLE', async () => {
+      const t = await make({ JOB_WAIT_TIMEOUT_MS: '200' });
+      try {
+        const agent = await createAgent(t.app);
+        const res = await post(t.app, '/api/scores/recompute', { agents: [agent] });
+        expect(res.statusCode).toBe(202);
+        const id = res.headers['x-job-id'] as string;
+        let job: { status: string; error: { code: string; message: string } | null } | undefined;
+        const deadline = Date.now() + 20_000;
+        while (Date.now() < deadline) {
+          job = (await get(t.app, `/api/jobs/${id}`)).json().data;
+          if (job?.status === 'failed') break;
+          await new Promise((resolve) => setTimeout(resolve, 100));
+        }
+        // As the waiting caller is answered (503): the chunk's reason, not BullMQ's "child … failed".
+        expect(job?.status).toBe('failed');
+        expect(job?.error).toEqual({
+          code: 'SERVICE_UNAVAILABLE',
+          message: 'a dependency is unavailable; retry shortly',
+        });
+      } finally {
+        await t.close();
+      }
+    }, 60_000);
   },
 );
 

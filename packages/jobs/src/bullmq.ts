@@ -10,7 +10,13 @@ import {
   RedisConnection,
 } from 'bullmq';
 import { Redis, type RedisOptions } from 'ioredis';
-import { DomainJobError, decodeJobError, JobFailedError, JobsUnavailableError } from './errors.ts';
+import {
+  DomainJobError,
+  decodeJobError,
+  type EncodedJobError,
+  JobFailedError,
+  JobsUnavailableError,
+} from './errors.ts';
 import {
   type AnyJob,
   assertAwaited,
@@ -220,23 +226,27 @@ export function createBullmqRunner(options: BullmqOptions): JobRunner & { queues
   /**
    * A flow parent failed by its child (`failParentOnFailure`) has BullMQ's reason "child <key>
    * failed": the child's own reason says what happened (a dependency away or busy, a refusal), as
-   * the in-process runner hands the waiting caller the child's error. Read within SETTLE_TIMEOUT_MS.
+   * the in-process runner gives its parent the child's error. Read within SETTLE_TIMEOUT_MS; null
+   * when the reason is no child's, or the child's is no encoded error.
    */
-  async function flowFailure(id: string, reason: string): Promise<Error> {
-    const key = /^child (.+) failed$/.exec(reason)?.[1];
+  async function childError(reason: string | undefined): Promise<EncodedJobError | null> {
+    const key = /^child (.+) failed$/.exec(reason ?? '')?.[1];
     const parts = key?.split(':') ?? [];
     const childId = parts.at(-1);
     const queue = queues.get(parts.at(-2) as QueueName);
-    if (queue && childId) {
-      const child = await within(
-        Job.fromId(queue, childId).catch(() => undefined),
-        SETTLE_TIMEOUT_MS,
-        undefined,
-      );
-      const domain = decodeJobError(child?.failedReason);
-      if (domain) return new DomainJobError(domain);
-    }
-    return failure(id, reason);
+    if (!queue || !childId) return null;
+    const child = await within(
+      Job.fromId(queue, childId).catch(() => undefined),
+      SETTLE_TIMEOUT_MS,
+      undefined,
+    );
+    return decodeJobError(child?.failedReason);
+  }
+
+  /** The waiting caller's error for a failed job: a flow parent's is its child's (childError). */
+  async function flowFailure(id: string, reason: string): Promise<Error> {
+    const domain = await childError(reason);
+    return domain ? new DomainJobError(domain) : failure(id, reason);
   }
 
   /** `promise`, or `fallback` once `ms` have passed (a Redis that hangs must not hold the caller). */
@@ -411,7 +421,10 @@ export function createBullmqRunner(options: BullmqOptions): JobRunner & { queues
       }
       if (status === 'completed') progress = 100;
       const def = jobsByName.get(job.name);
-      const domain = decodeJobError(job.failedReason);
+      // A recomputation failed by its chunk reads back with the chunk's reason, as its waiting
+      // caller is answered and as the in-process runner records it (a busy database: 503).
+      const domain =
+        status === 'failed' ? (decodeJobError(job.failedReason) ?? (await childError(job.failedReason))) : null;
       return {
         id: jobId,
         name: job.name,
