@@ -255,6 +255,30 @@ describe('the in-process runner', () => {
     expect(kept).toEqual([null, null, 'completed', 'completed', 'completed']);
   });
 
+  it('keeps no result of a job that keeps none: a burst of them does not forget its queue’s results', async () => {
+    const runner = createInProcessRunner({
+      execute: createExecutor({
+        processors: {
+          ...processorsWith(async () => screening),
+          'checks.transaction': async () => ({ status: null, changed: false }),
+        },
+      }),
+      concurrency: { scores: 1, checks: 1, recompute: 1, refresh: 1, maintenance: 1, webhooks: 1 },
+      waitMs: 60_000,
+      keepFinished: 3,
+    });
+    const screened = await runner.run(jobs.sanctions, { address: ADDRESS });
+    const checks = [];
+    for (let i = 0; i < 5; i++) {
+      const txHash = `0x${String(i).repeat(64)}`;
+      checks.push((await runner.enqueue(jobs.chainCheck, { agent: ADDRESS, txHash })).jobId);
+    }
+    await vi.advanceTimersByTimeAsync(10);
+    // As BullMQ (keepCount 0): each check is gone once it finishes, and trims nothing of its queue.
+    expect((await runner.get(screened.jobId))?.status).toBe('completed');
+    expect(await Promise.all(checks.map((id) => runner.get(id)))).toEqual([null, null, null, null, null]);
+  });
+
   it('runs a scheduled job at once, then every interval, as a BullMQ job scheduler does', async () => {
     const { runner, calls } = runnerFailing(() => false);
     await runner.every(jobs.sanctions, { address: ADDRESS }, 3_600_000);

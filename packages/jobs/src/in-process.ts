@@ -118,13 +118,22 @@ export function createInProcessRunner(options: InProcessOptions): JobRunner {
     record.info.finishedAt = Date.now();
     forgetDedupe(record);
     record.finish();
+    // A job that keeps no result (keepCount 0: nobody reads it) is forgotten now and trims
+    // nothing, as BullMQ removes it: a burst of transaction checks must not trim the results of
+    // the verifications that share their queue.
+    const { keepCount } = record.job.options;
+    if (keepCount === 0) {
+      records.delete(record.info.id);
+      return;
+    }
     // Forget the oldest finished jobs of this queue beyond the retention count, per queue as
-    // BullMQ keeps them: a burst of refreshes must not trim the results of awaited jobs.
+    // BullMQ keeps them (by the count of the job that just finished): a burst of refreshes must
+    // not trim the results of awaited jobs.
     const queue = record.job.queue;
     const done = finishedOf.get(queue) ?? [];
     finishedOf.set(queue, done);
     done.push(record.info.id);
-    while (done.length > keep) {
+    while (done.length > Math.min(keep, keepCount)) {
       const id = done.shift() as string;
       if (records.get(id)?.info.finishedAt !== null) records.delete(id);
     }
