@@ -1,3 +1,7 @@
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { hostname, tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { DataDirLockedError, lockDataDir } from '@vouch/db';
 import { freePort, kill, sleep, spawnBuilt, startEmbeddedApi, waitForHttp } from '@vouch/testkit';
 import { describe, expect, it } from 'vitest';
 
@@ -51,4 +55,28 @@ describe('the embedded database directory', () => {
       first.remove();
     }
   }, 120_000);
+
+  it('takes over at once a lock its own pid left in a crash (a restarted container), and still refuses a second holder', async () => {
+    const dataDir = mkdtempSync(join(tmpdir(), 'vouch-lock-'));
+    try {
+      // What a process killed moments ago leaves, when its successor has its pid: in a container
+      // restarted after a crash, the process numbers come out the same. The lock is fresh (under
+      // its 30 s staleness), and the holder it names is this very process.
+      mkdirSync(join(dataDir, 'vouch.lock'));
+      const since = new Date(Date.now() - 1000).toISOString();
+      writeFileSync(
+        join(dataDir, 'vouch.lock.holder.json'),
+        `${JSON.stringify({ pid: process.pid, host: hostname(), role: 'all', since })}\n`,
+      );
+      const lock = await lockDataDir(dataDir, 'all');
+      try {
+        // Held by this process now: a second runtime of the same process is refused as any other.
+        await expect(lockDataDir(dataDir, 'all')).rejects.toBeInstanceOf(DataDirLockedError);
+      } finally {
+        await lock.release();
+      }
+    } finally {
+      rmSync(dataDir, { recursive: true, force: true });
+    }
+  });
 });

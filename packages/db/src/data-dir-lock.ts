@@ -41,6 +41,9 @@ function alive(pid: number): boolean {
   }
 }
 
+/** Directories this process holds: a holder naming this pid is this process only for these. */
+const held = new Set<string>();
+
 function readHolder(path: string): DataDirHolder | null {
   try {
     return JSON.parse(readFileSync(path, 'utf8')) as DataDirHolder;
@@ -52,8 +55,9 @@ function readHolder(path: string): DataDirHolder | null {
 /**
  * Takes the embedded database's directory for this process alone (PGlite has no locking of
  * its own: two processes on one directory both start, diverge, and lose acknowledged writes).
- * A lock left by a process that died on this host is taken over at once; one held by a live
- * process, or by another host, is refused with a message naming the holder.
+ * A lock left by a process that died on this host is taken over at once (also when this process
+ * got its pid); one held by a live process, or by another host, is refused with a message naming
+ * the holder.
  */
 export async function lockDataDir(
   dir: string,
@@ -72,7 +76,13 @@ export async function lockDataDir(
   } catch (error) {
     if ((error as NodeJS.ErrnoException).code !== 'ELOCKED') throw error;
     const holder = readHolder(holderPath);
-    if (!holder || holder.host !== hostname() || alive(holder.pid)) throw new DataDirLockedError(dir, holder);
+    // A holder with this process's pid that this process does not hold is a dead one's whose pid
+    // came back: a container restarted after a crash numbers its processes the same, and was
+    // refused, naming itself, until the lock went stale (30 s).
+    const itsOwnPid = holder?.pid === process.pid && !held.has(absolute);
+    if (!holder || holder.host !== hostname() || (alive(holder.pid) && !itsOwnPid)) {
+      throw new DataDirLockedError(dir, holder);
+    }
     // Left by a process of this host that is gone: the directory is free.
     rmSync(lockPath, { recursive: true, force: true });
     try {
@@ -83,11 +93,13 @@ export async function lockDataDir(
   }
   const holder: DataDirHolder = { pid: process.pid, host: hostname(), role, since: new Date().toISOString() };
   writeFileSync(holderPath, `${JSON.stringify(holder)}\n`);
+  held.add(absolute);
   let released = false;
   return {
     async release() {
       if (released) return;
       released = true;
+      held.delete(absolute);
       rmSync(holderPath, { force: true });
       await release().catch(() => {});
     },
