@@ -279,6 +279,21 @@ describe('the in-process runner', () => {
     expect(await Promise.all(checks.map((id) => runner.get(id)))).toEqual([null, null, null, null, null]);
   });
 
+  it('forgets a result past its age once another job of its queue finishes, as BullMQ does', async () => {
+    const { runner } = runnerFailing(() => false);
+    const first = await runner.run(jobs.sanctions, { address: ADDRESS });
+    await vi.advanceTimersByTimeAsync(jobs.sanctions.options.keepCompletedSeconds * 1000 - 1000);
+    const second = await runner.run(jobs.sanctions, { address: ADDRESS });
+    // Within its hour: kept.
+    expect((await runner.get(first.jobId))?.status).toBe('completed');
+    await vi.advanceTimersByTimeAsync(2000);
+    const third = await runner.run(jobs.sanctions, { address: ADDRESS });
+    // Past it: gone (404), as BullMQ's removeOnComplete age removes it when the next job finishes.
+    expect(await runner.get(first.jobId)).toBeNull();
+    expect((await runner.get(second.jobId))?.status).toBe('completed');
+    expect((await runner.get(third.jobId))?.status).toBe('completed');
+  });
+
   it('runs a scheduled job at once, then every interval, as a BullMQ job scheduler does', async () => {
     const { runner, calls } = runnerFailing(() => false);
     await runner.every(jobs.sanctions, { address: ADDRESS }, 3_600_000);

@@ -40,6 +40,9 @@ export interface InProcessOptions {
   onError?: (error: unknown, info: JobInfo) => void;
 }
 
+/** Failed jobs are kept this long, as BullMQ's `removeOnFail` age (bullmq.ts). */
+const FAILED_KEPT_MS = 7 * 24 * 3600 * 1000;
+
 /** Bounded FIFO concurrency for one queue. */
 class Lane {
   private running = 0;
@@ -121,7 +124,7 @@ export function createInProcessRunner(options: InProcessOptions): JobRunner {
     // A job that keeps no result (keepCount 0: nobody reads it) is forgotten now and trims
     // nothing, as BullMQ removes it: a burst of transaction checks must not trim the results of
     // the verifications that share their queue.
-    const { keepCount } = record.job.options;
+    const { keepCount, keepCompletedSeconds } = record.job.options;
     if (keepCount === 0) {
       records.delete(record.info.id);
       return;
@@ -136,6 +139,19 @@ export function createInProcessRunner(options: InProcessOptions): JobRunner {
     while (done.length > Math.min(keep, keepCount)) {
       const id = done.shift() as string;
       if (records.get(id)?.info.finishedAt !== null) records.delete(id);
+    }
+    // And by age, as BullMQ does when a job finishes: the jobs of the same end (completed or
+    // failed) that finished longer ago than the finishing job keeps such ones (an hour; failed
+    // ones a week) are gone, so a result read after its retention is a 404 on both transports.
+    const cutoff = (record.info.finishedAt as number) - (error ? FAILED_KEPT_MS : keepCompletedSeconds * 1000);
+    for (let i = 0; i < done.length; ) {
+      const id = done[i] as string;
+      const old = records.get(id)?.info;
+      if (old && old.finishedAt !== null && old.finishedAt >= cutoff) break;
+      if (!old || (old.finishedAt !== null && old.status === record.info.status)) {
+        if (old) records.delete(id);
+        done.splice(i, 1);
+      } else i++;
     }
   }
 
