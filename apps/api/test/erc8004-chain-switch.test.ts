@@ -1,6 +1,6 @@
-import { type ChainReader, createErc8004Service } from '@vouch/core';
+import type { ChainReader } from '@vouch/core';
 import { sql } from '@vouch/db';
-import { createAgent, createTestApp, randomAddress, type TestContext } from '@vouch/testkit';
+import { createAgent, createTestApp, randomAddress, type TestContext, testIndexer } from '@vouch/testkit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 // docs/erc8004.md: "Only the chain indexed last counts." The registries have the same address on
@@ -40,26 +40,15 @@ describe('a run that fails before it knows its chain', () => {
       VALUES (${OLD}, ${identityRegistry}, 3, ${agent}, ${agent}, 'https://old.example/a.json', ${agent}, 1)`.execute(
       t.database.db,
     );
-    const service = createErc8004Service({
-      db: t.database.db,
-      clock: () => t.clock.now,
-      audit: t.services.audit,
-      chain: {
+    const { service } = testIndexer(
+      t,
+      {
         chainId: async () => {
           throw new Error('chain read failed: connection refused');
         },
       } as unknown as ChainReader,
-      options: {
-        identityRegistry,
-        reputationRegistry,
-        startBlock: 0n,
-        confirmations: 2n,
-        blockRange: 1000n,
-        intervalMs: 30_000,
-        feedbackFetch: 'off',
-        fetchTimeoutMs: 1000,
-      },
-    });
+      { identityRegistry, reputationRegistry, intervalMs: 30_000 },
+    );
     expect(await service.identityOf(agent)).toBeNull();
 
     await expect(service.index()).rejects.toThrow(/connection refused/);

@@ -1,7 +1,6 @@
-import { type ChainReader, createErc8004Service } from '@vouch/core';
+import type { ChainReader } from '@vouch/core';
 import { sql } from '@vouch/db';
-import { createTestApp, randomAddress, type TestContext } from '@vouch/testkit';
-import { encodeAbiParameters, encodeEventTopics, type Hex, parseAbi } from 'viem';
+import { createTestApp, newFeedbackLog, randomAddress, type TestContext, testIndexer } from '@vouch/testkit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 // The ERC-8004 indexer against a scripted node (no anvil), so that a reorganization, a node's head,
@@ -50,24 +49,7 @@ function indexer(
   chain: ChainReader,
   overrides: { startBlock?: bigint; blockRange?: bigint; confirmations?: bigint; feedbackFetch?: 'off' | 'public' },
 ) {
-  const identityRegistry = randomAddress();
-  const reputationRegistry = randomAddress();
-  const service = createErc8004Service({
-    db: t.database.db,
-    clock: () => t.clock.now,
-    audit: t.services.audit,
-    chain,
-    options: {
-      identityRegistry,
-      reputationRegistry,
-      startBlock: overrides.startBlock ?? 0n,
-      confirmations: overrides.confirmations ?? 2n,
-      blockRange: overrides.blockRange ?? 1000n,
-      intervalMs: 3_600_000,
-      feedbackFetch: overrides.feedbackFetch ?? 'off',
-      fetchTimeoutMs: 1000,
-    },
-  });
+  const { service, identityRegistry, reputationRegistry } = testIndexer(t, chain, overrides);
   const status = async () => (await service.evidence([randomAddress()], false)).values().next().value?.status;
   return { service, status, identityRegistry, reputationRegistry };
 }
@@ -129,32 +111,6 @@ describe('the ERC-8004 cursor and reorganizations', () => {
   });
 });
 
-const newFeedback = parseAbi([
-  'event NewFeedback(uint256 indexed agentId, address indexed clientAddress, uint64 feedbackIndex, int128 value, uint8 valueDecimals, string indexed indexedTag1, string tag1, string tag2, string endpoint, string feedbackURI, bytes32 feedbackHash)',
-]);
-
-function feedbackLog(registry: string, block: bigint, feedbackURI: string) {
-  const topics = encodeEventTopics({
-    abi: newFeedback,
-    eventName: 'NewFeedback',
-    args: { agentId: 7n, clientAddress: randomAddress() as Hex, indexedTag1: 'starred' },
-  }) as Hex[];
-  const data = encodeAbiParameters(
-    [
-      { type: 'uint64' },
-      { type: 'int128' },
-      { type: 'uint8' },
-      { type: 'string' },
-      { type: 'string' },
-      { type: 'string' },
-      { type: 'string' },
-      { type: 'bytes32' },
-    ],
-    [1n, 90n, 0, 'starred', '', '', feedbackURI, `0x${'0'.repeat(64)}`],
-  );
-  return { address: registry, topics, data, blockNumber: block, transactionHash: `0x${'1'.repeat(64)}`, logIndex: 0 };
-}
-
 describe('an ERC-8004 feedback file given as a malformed data: URI', () => {
   it('is marked invalid; it does not fail every indexer run from then on', async () => {
     let registry = '';
@@ -164,7 +120,17 @@ describe('an ERC-8004 feedback file given as a malformed data: URI', () => {
       blockHash: async (n: bigint) => `0x${n.toString(16).padStart(64, '0')}`,
       logs: async (addresses: string[], from: bigint, to: bigint) =>
         addresses[0] === registry && from <= 40n && 40n <= to
-          ? [feedbackLog(registry, 40n, 'data:application/json,%7B%22a%22%3A1%')]
+          ? [
+              newFeedbackLog(registry, {
+                agentId: 7n,
+                client: randomAddress(),
+                value: 90n,
+                uri: 'data:application/json,%7B%22a%22%3A1%',
+                hash: `0x${'0'.repeat(64)}`,
+                block: 40n,
+                txHash: `0x${'1'.repeat(64)}`,
+              }),
+            ]
           : [],
     } as unknown as ChainReader;
     const { service, status, reputationRegistry } = indexer(chain, { feedbackFetch: 'public' });

@@ -1,8 +1,17 @@
 import { createServer, type Server } from 'node:http';
-import { type ChainReader, createErc8004Service } from '@vouch/core';
+import type { ChainReader } from '@vouch/core';
 import { sql } from '@vouch/db';
-import { createAgent, createTestApp, post, randomAddress, randomTxHash, type TestContext } from '@vouch/testkit';
-import { encodeAbiParameters, encodeEventTopics, type Hex, keccak256, parseAbi, toBytes } from 'viem';
+import {
+  createAgent,
+  createTestApp,
+  newFeedbackLog,
+  post,
+  randomAddress,
+  randomTxHash,
+  type TestContext,
+  testIndexer,
+} from '@vouch/testkit';
+import { type Hex, keccak256, toBytes } from 'viem';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 // docs/checks.md "ERC-8004 feedback": feedback is payment-backed (× 3) only when "its file's
@@ -30,42 +39,6 @@ afterAll(async () => {
   await new Promise((resolve) => files?.close(resolve));
 });
 
-const newFeedback = parseAbi([
-  'event NewFeedback(uint256 indexed agentId, address indexed clientAddress, uint64 feedbackIndex, int128 value, uint8 valueDecimals, string indexed indexedTag1, string tag1, string tag2, string endpoint, string feedbackURI, bytes32 feedbackHash)',
-]);
-
-function feedbackLog(
-  registry: string,
-  v: { agentId: bigint; client: string; uri: string; hash: Hex; logIndex: number },
-): Record<string, unknown> {
-  const topics = encodeEventTopics({
-    abi: newFeedback,
-    eventName: 'NewFeedback',
-    args: { agentId: v.agentId, clientAddress: v.client as Hex, indexedTag1: 'starred' },
-  }) as Hex[];
-  const data = encodeAbiParameters(
-    [
-      { type: 'uint64' },
-      { type: 'int128' },
-      { type: 'uint8' },
-      { type: 'string' },
-      { type: 'string' },
-      { type: 'string' },
-      { type: 'string' },
-      { type: 'bytes32' },
-    ],
-    [1n, 100n, 0, 'starred', '', '', v.uri, v.hash],
-  );
-  return {
-    address: registry,
-    topics,
-    data,
-    blockNumber: 40n,
-    transactionHash: randomTxHash(),
-    logIndex: v.logIndex,
-  };
-}
-
 function indexerOn(chainId: number) {
   const identityRegistry = randomAddress();
   const reputationRegistry = randomAddress();
@@ -77,21 +50,11 @@ function indexerOn(chainId: number) {
     logs: async (addresses: string[], from: bigint, to: bigint) =>
       addresses[0] === reputationRegistry && from <= 40n && 40n <= to ? state.logs : [],
   } as unknown as ChainReader;
-  const service = createErc8004Service({
-    db: t.database.db,
-    clock: () => t.clock.now,
-    audit: t.services.audit,
-    chain,
-    options: {
-      identityRegistry,
-      reputationRegistry,
-      startBlock: 0n,
-      confirmations: 2n,
-      blockRange: 1000n,
-      intervalMs: 3_600_000,
-      feedbackFetch: 'any',
-      fetchTimeoutMs: 2000,
-    },
+  const { service } = testIndexer(t, chain, {
+    identityRegistry,
+    reputationRegistry,
+    feedbackFetch: 'any',
+    fetchTimeoutMs: 2000,
   });
   /** An agent with its identity (minted to it), and a client Vouch knows with a recorded transaction to it. */
   const scenario = async (agentId: number, recorded: { success?: boolean } = {}) => {
@@ -122,7 +85,15 @@ function indexerOn(chainId: number) {
     return { agentId, agent, client, file, uri: `${filesUrl}/feedback/${chainId}/${agentId}.json` };
   };
   const give = (s: { agentId: number; client: string; uri: string }, hash: Hex, logIndex: number) =>
-    feedbackLog(reputationRegistry, { agentId: BigInt(s.agentId), client: s.client, uri: s.uri, hash, logIndex });
+    newFeedbackLog(reputationRegistry, {
+      agentId: BigInt(s.agentId),
+      client: s.client,
+      value: 100n,
+      uri: s.uri,
+      hash,
+      block: 40n,
+      logIndex,
+    });
   return { service, state, scenario, give, reputationRegistry };
 }
 

@@ -1,6 +1,18 @@
 import { readFileSync } from 'node:fs';
-import { type Abi, type Address, type Hex, hexToBytes, type LocalAccount } from 'viem';
+import { type ChainReader, createErc8004Service, type Erc8004Options } from '@vouch/core';
+import {
+  type Abi,
+  type Address,
+  encodeAbiParameters,
+  encodeEventTopics,
+  type Hex,
+  hexToBytes,
+  type LocalAccount,
+  parseAbi,
+} from 'viem';
+import type { TestContext } from './app.ts';
 import type { LocalChain } from './chain.ts';
+import { randomAddress, randomTxHash } from './factories.ts';
 
 /** The test registries' sources, next to this file: written for the tests, with the v2.0.0 events and functions. */
 const SOURCES = ['IdentityRegistry.sol', 'ReputationRegistry.sol'];
@@ -143,4 +155,79 @@ export async function deployRegistries(chain: LocalChain): Promise<Registries> {
       await mustWrite(from, reputation, rep.abi, 'appendResponse', [agentId, client, index, uri, ZERO_HASH]);
     },
   };
+}
+
+const newFeedbackEvent = parseAbi([
+  'event NewFeedback(uint256 indexed agentId, address indexed clientAddress, uint64 feedbackIndex, int128 value, uint8 valueDecimals, string indexed indexedTag1, string tag1, string tag2, string endpoint, string feedbackURI, bytes32 feedbackHash)',
+]);
+
+/**
+ * A Reputation Registry (v2.0.0) `NewFeedback` log as a node's `eth_getLogs` answers it, tagged
+ * `starred`, for a scripted chain: feedback index 1, no decimals, no endpoint.
+ */
+export function newFeedbackLog(
+  registry: string,
+  f: {
+    agentId: bigint;
+    client: string;
+    value: bigint;
+    uri: string;
+    hash: Hex;
+    block: bigint;
+    logIndex?: number;
+    txHash?: string;
+  },
+): Record<string, unknown> {
+  const topics = encodeEventTopics({
+    abi: newFeedbackEvent,
+    eventName: 'NewFeedback',
+    args: { agentId: f.agentId, clientAddress: f.client as Hex, indexedTag1: 'starred' },
+  }) as Hex[];
+  const data = encodeAbiParameters(
+    [
+      { type: 'uint64' },
+      { type: 'int128' },
+      { type: 'uint8' },
+      { type: 'string' },
+      { type: 'string' },
+      { type: 'string' },
+      { type: 'string' },
+      { type: 'bytes32' },
+    ],
+    [1n, f.value, 0, 'starred', '', '', f.uri, f.hash],
+  );
+  return {
+    address: registry,
+    topics,
+    data,
+    blockNumber: f.block,
+    transactionHash: f.txHash ?? randomTxHash(),
+    logIndex: f.logIndex ?? 0,
+  };
+}
+
+/**
+ * An ERC-8004 indexer over `chain` on the test app's database and clock, its registries at fresh
+ * addresses unless `options` names them: 2 confirmations, ranges of 1,000 blocks, no feedback files.
+ */
+export function testIndexer(t: TestContext, chain: ChainReader, options: Partial<Erc8004Options> = {}) {
+  const settings: Erc8004Options = {
+    identityRegistry: randomAddress(),
+    reputationRegistry: randomAddress(),
+    startBlock: 0n,
+    confirmations: 2n,
+    blockRange: 1000n,
+    intervalMs: 3_600_000,
+    feedbackFetch: 'off',
+    fetchTimeoutMs: 1000,
+    ...options,
+  };
+  const service = createErc8004Service({
+    db: t.database.db,
+    clock: () => t.clock.now,
+    audit: t.services.audit,
+    chain,
+    options: settings,
+  });
+  return { service, identityRegistry: settings.identityRegistry, reputationRegistry: settings.reputationRegistry };
 }
