@@ -8,9 +8,8 @@ import {
   SnapshotRefusedError,
   unionLists,
 } from '@vouch/core';
-import { type Database, migrations, sql } from '@vouch/db';
+import { createMigrator, type Database, sql } from '@vouch/db';
 import { createTestDatabase, createTestRuntime, randomAddress, seedScoredAgents } from '@vouch/testkit';
-import { Migrator } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 // A trust service fails closed: no list, an empty list or a gutted list never screens an
@@ -131,7 +130,7 @@ describe('an import on an install with more registered agents than a statement h
 
 describe('the migration that added content hashes', () => {
   it('gives snapshots imported before it the hash an import computes', async () => {
-    const migrator = new Migrator({ db: database.db, provider: { getMigrations: async () => migrations } });
+    const migrator = createMigrator(database.db);
     expect((await migrator.migrateDown()).error).toBeUndefined();
     expect((await migrator.migrateUp()).error).toBeUndefined();
     const rows = await sql<{

@@ -11,7 +11,7 @@ export {
 export { type DataDirHolder, DataDirLockedError, lockDataDir } from './data-dir-lock.ts';
 export { isDatabaseBusy, isDatabaseUnavailable, sqlState } from './errors.ts';
 export { CACHE_NOTIFY_ROW_LIMIT } from './functions.ts';
-export { migrateToLatest } from './migrate.ts';
+export { createMigrator, migrateToLatest } from './migrate.ts';
 export { migrations } from './migrations/index.ts';
 export { runPrepared } from './prepared.ts';
 export type * from './schema.ts';

@@ -1,6 +1,5 @@
-import { type Database, migrations, sql } from '@vouch/db';
+import { createMigrator, type Database, sql } from '@vouch/db';
 import { createTestDatabase } from '@vouch/testkit';
-import { Migrator } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 let database: Database;
@@ -19,7 +18,7 @@ const organizationsOfChecks = async () =>
 
 describe('migration 20261211000000-anomaly-checks-organization', () => {
   it('gives the checks of a single-organization install to it, and those of a shared one to nobody', async () => {
-    const migrator = new Migrator({ db: database.db, provider: { getMigrations: async () => migrations } });
+    const migrator = createMigrator(database.db);
     expect((await migrator.migrateTo(BEFORE)).error).toBeUndefined();
     const agent = `0x${'7'.repeat(40)}`;
     await sql`INSERT INTO anomaly_checks (agent, amount, type, anomaly_detected, risk_score, severity, flags, factors, created_at)

@@ -1,6 +1,5 @@
-import { type Database, migrations, sql } from '@vouch/db';
+import { createMigrator, type Database, sql } from '@vouch/db';
 import { columnsLike, createTestDatabase, tablesLike } from '@vouch/testkit';
-import { Migrator } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 let database: Database;
@@ -26,7 +25,7 @@ const alertColumns = () => columnsLike(database.db, 'budgets', '%alerted%');
 
 describe('migration 20261204000000-budget-alerts', () => {
   it('keeps what each budget announced in its windows, and its down step puts it back on the budget', async () => {
-    const migrator = new Migrator({ db: database.db, provider: { getMigrations: async () => migrations } });
+    const migrator = createMigrator(database.db);
     expect((await migrator.migrateTo('20261203000000-verification-heads')).error).toBeUndefined();
     for (const agent of [alerted, quiet]) {
       await sql`INSERT INTO agents (address, is_registered, organization_id, first_seen_at, updated_at)

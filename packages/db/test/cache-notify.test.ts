@@ -1,6 +1,5 @@
-import { type Database, migrations, sql } from '@vouch/db';
+import { createMigrator, type Database, sql } from '@vouch/db';
 import { createTestDatabase } from '@vouch/testkit';
-import { Migrator } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 let database: Database;
@@ -27,7 +26,7 @@ describe('migration 20261122000000-cache-notify-statements', () => {
       'budgets_notify_cache_update',
     ];
     expect(await triggers()).toEqual(statementTriggers);
-    const migrator = new Migrator({ db: database.db, provider: { getMigrations: async () => migrations } });
+    const migrator = createMigrator(database.db);
     // Back to the migration before it (later ones, if any, go down first).
     const down = await migrator.migrateTo('20261121030000-verification-facts');
     expect(down.error).toBeUndefined();
@@ -64,7 +63,7 @@ describe('migration 20261206000000-sanctions-notify-cache', () => {
       await sql`DELETE FROM sanctions_entries WHERE address = ${`0x${'0'.repeat(40)}`}`.execute(database.db);
       await expect.poll(() => [...heard].sort()).toEqual(['budgets:*', 'sanctions:*']);
 
-      const migrator = new Migrator({ db: database.db, provider: { getMigrations: async () => migrations } });
+      const migrator = createMigrator(database.db);
       expect((await migrator.migrateTo('20261205000000-events-horizon-stable')).error).toBeUndefined();
       expect(await sanctionsTriggers()).toEqual([]);
       expect((await migrator.migrateToLatest()).error).toBeUndefined();

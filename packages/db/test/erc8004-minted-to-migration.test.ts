@@ -1,6 +1,5 @@
-import { type Database, migrations, sql } from '@vouch/db';
+import { createMigrator, type Database, sql } from '@vouch/db';
 import { createTestDatabase } from '@vouch/testkit';
-import { Migrator } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 let database: Database;
@@ -13,7 +12,7 @@ const BEFORE = '20261211000000-anomaly-checks-organization';
 
 describe('migration 20261212000000-erc8004-minted-to', () => {
   it('keeps the minter of identities untouched since their registration, and has the identity registry read again', async () => {
-    const migrator = new Migrator({ db: database.db, provider: { getMigrations: async () => migrations } });
+    const migrator = createMigrator(database.db);
     expect((await migrator.migrateTo(BEFORE)).error).toBeUndefined();
     const owner = `0x${'1'.repeat(40)}`;
     const holder = `0x${'2'.repeat(40)}`;

@@ -1,7 +1,6 @@
 import { gradeFor } from '@vouch/core';
-import { type Database, migrations, sql } from '@vouch/db';
+import { createMigrator, type Database, sql } from '@vouch/db';
 import { columnsLike, createTestDatabase, tablesLike } from '@vouch/testkit';
-import { Migrator } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 let database: Database;
@@ -17,7 +16,7 @@ const tables = async () => [
 
 describe('migration 20261201000000-events', () => {
   it('keeps budgets with nothing announced yet, and its down step removes what it added', async () => {
-    const migrator = new Migrator({ db: database.db, provider: { getMigrations: async () => migrations } });
+    const migrator = createMigrator(database.db);
     expect((await migrator.migrateTo('20261126000000-organizations')).error).toBeUndefined();
     expect(await tables()).toEqual([]);
     const agent = `0x${'2'.repeat(40)}`;
@@ -61,7 +60,7 @@ describe('migration 20261201000000-events', () => {
   });
 
   it('goes down and up again', async () => {
-    const migrator = new Migrator({ db: database.db, provider: { getMigrations: async () => migrations } });
+    const migrator = createMigrator(database.db);
     expect((await migrator.migrateTo('20261126000000-organizations')).error).toBeUndefined();
     expect(await tables()).toEqual([]);
     expect(await columnsLike(database.db, 'budgets', '%alert%')).toEqual([]);

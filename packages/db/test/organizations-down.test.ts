@@ -1,7 +1,6 @@
 import { type Actor, systemActor } from '@vouch/core';
-import { type Database, migrations, sql } from '@vouch/db';
+import { createMigrator, type Database, sql } from '@vouch/db';
 import { createTestDatabase, createTestRuntime, randomAddress } from '@vouch/testkit';
-import { Migrator } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 let database: Database;
@@ -40,7 +39,7 @@ describe('migrating a populated, multi-organization database down past organizat
     });
     await runtime.close();
 
-    const migrator = new Migrator({ db: database.db, provider: { getMigrations: async () => migrations } });
+    const migrator = createMigrator(database.db);
     const down = await migrator.migrateTo(BEFORE_ORGANIZATIONS);
     expect(down.error).toBeUndefined();
     const scopes = await sql<{ id: string; scopes: string[] }>`SELECT id, scopes FROM api_keys`.execute(database.db);

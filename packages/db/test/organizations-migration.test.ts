@@ -1,6 +1,5 @@
-import { type Database, migrations, sql } from '@vouch/db';
+import { createMigrator, type Database, sql } from '@vouch/db';
 import { createTestDatabase } from '@vouch/testkit';
-import { Migrator } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 let database: Database;
@@ -47,7 +46,7 @@ async function contents() {
 
 describe('migration 20261126000000-organizations', () => {
   it('moves every row of an existing install into the default organization, losing none', async () => {
-    const migrator = new Migrator({ db: database.db, provider: { getMigrations: async () => migrations } });
+    const migrator = createMigrator(database.db);
     const down = await migrator.migrateTo('20261125020000-transaction-chain-status');
     expect(down.error).toBeUndefined();
 

@@ -1,6 +1,5 @@
-import { type Database, migrations, sql } from '@vouch/db';
+import { createMigrator, type Database, sql } from '@vouch/db';
 import { columnsLike, createTestDatabase } from '@vouch/testkit';
-import { Migrator } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 let database: Database;
@@ -11,7 +10,7 @@ afterAll(() => database.close());
 
 describe('migration 20261209000000-sanctions-rescore', () => {
   it('takes snapshots already stored as re-scored, and its down step drops the columns', async () => {
-    const migrator = new Migrator({ db: database.db, provider: { getMigrations: async () => migrations } });
+    const migrator = createMigrator(database.db);
     const columns = async () => [
       ...(await columnsLike(database.db, 'sanctions_snapshots', 'previous_id')),
       ...(await columnsLike(database.db, 'sanctions_snapshots', 'rescored_at')),

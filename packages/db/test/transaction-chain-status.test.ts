@@ -1,6 +1,5 @@
-import { type Database, migrations, sql } from '@vouch/db';
+import { createMigrator, type Database, sql } from '@vouch/db';
 import { columnsLike, createTestDatabase } from '@vouch/testkit';
-import { Migrator } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 let database: Database;
@@ -16,7 +15,7 @@ const columns = () => columnsLike(database.db, 'transactions', 'chain_%');
 
 describe('migration 20261125020000-transaction-chain-status', () => {
   it('marks transactions recorded before it as unverified, and its down step removes the columns', async () => {
-    const migrator = new Migrator({ db: database.db, provider: { getMigrations: async () => migrations } });
+    const migrator = createMigrator(database.db);
     const down = await migrator.migrateTo('20261125010000-transaction-backdated');
     expect(down.error).toBeUndefined();
     expect(await columns()).toEqual([]);

@@ -1,6 +1,5 @@
-import { type Database, migrations, sql } from '@vouch/db';
+import { createMigrator, type Database, sql } from '@vouch/db';
 import { createTestDatabase } from '@vouch/testkit';
-import { Migrator } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 let database: Database;
@@ -13,7 +12,7 @@ const BEFORE = '20261212000000-erc8004-minted-to';
 
 describe('migration 20261213000000-transactions-moved-token', () => {
   it('reads which verified records without an asset were token transfers from their detail', async () => {
-    const migrator = new Migrator({ db: database.db, provider: { getMigrations: async () => migrations } });
+    const migrator = createMigrator(database.db);
     expect((await migrator.migrateTo(BEFORE)).error).toBeUndefined();
     const agent = `0x${'4'.repeat(40)}`;
     const token = `0x${'d'.repeat(40)}`;

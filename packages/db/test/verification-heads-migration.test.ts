@@ -1,6 +1,5 @@
-import { type Database, migrations, sql } from '@vouch/db';
+import { createMigrator, type Database, sql } from '@vouch/db';
 import { createTestDatabase, tablesLike } from '@vouch/testkit';
-import { Migrator } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 let database: Database;
@@ -21,7 +20,7 @@ const heads = () =>
 
 describe('migration 20261203000000-verification-heads', () => {
   it("fills each address's head from its latest verification, and its down step drops the table", async () => {
-    const migrator = new Migrator({ db: database.db, provider: { getMigrations: async () => migrations } });
+    const migrator = createMigrator(database.db);
     expect((await migrator.migrateTo('20261202000000-transaction-asset')).error).toBeUndefined();
     const tables = () => tablesLike(database.db, 'verification_heads');
     expect(await tables()).toEqual([]);

@@ -1,6 +1,5 @@
-import { type Database, migrations, sql } from '@vouch/db';
+import { createMigrator, type Database, sql } from '@vouch/db';
 import { createTestDatabase } from '@vouch/testkit';
-import { Migrator } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 let database: Database;
@@ -19,7 +18,7 @@ const columns = async () =>
 
 describe('migration 20261207000000-webhook-last-failure', () => {
   it('gives a failing endpoint its latest attempt as its last failure, and its down step drops the column', async () => {
-    const migrator = new Migrator({ db: database.db, provider: { getMigrations: async () => migrations } });
+    const migrator = createMigrator(database.db);
     expect((await migrator.migrateTo('20261206000000-sanctions-notify-cache')).error).toBeUndefined();
     expect(await columns()).toEqual([]);
 

@@ -1,6 +1,5 @@
-import { type Database, migrations } from '@vouch/db';
+import { createMigrator, type Database } from '@vouch/db';
 import { columnsLike, createTestDatabase } from '@vouch/testkit';
-import { Migrator } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 let database: Database;
@@ -11,7 +10,7 @@ afterAll(() => database.close());
 
 describe('migration 20261208000000-webhook-not-before', () => {
   it('adds the time a delivery is not sent before, and its down step drops it', async () => {
-    const migrator = new Migrator({ db: database.db, provider: { getMigrations: async () => migrations } });
+    const migrator = createMigrator(database.db);
     const column = () => columnsLike(database.db, 'webhook_deliveries', 'not_before');
     expect((await migrator.migrateToLatest()).error).toBeUndefined();
     expect(await column()).toEqual(['not_before']);

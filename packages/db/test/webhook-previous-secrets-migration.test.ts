@@ -1,6 +1,5 @@
-import { type Database, migrations, sql } from '@vouch/db';
+import { createMigrator, type Database, sql } from '@vouch/db';
 import { createTestDatabase } from '@vouch/testkit';
-import { Migrator } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 let database: Database;
@@ -13,7 +12,7 @@ const BEFORE = '20261209000000-sanctions-rescore';
 
 describe('migration 20261210000000-webhook-previous-secrets', () => {
   it('keeps a previous secret still signing, drops one whose time is over, and its down step keeps the longest', async () => {
-    const migrator = new Migrator({ db: database.db, provider: { getMigrations: async () => migrations } });
+    const migrator = createMigrator(database.db);
     expect((await migrator.migrateTo(BEFORE)).error).toBeUndefined();
 
     await sql`INSERT INTO organizations (id, name) VALUES ('org-p', 'p')`.execute(database.db);
