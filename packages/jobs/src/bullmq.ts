@@ -21,6 +21,7 @@ import {
   type AnyJob,
   assertAwaited,
   awaitedQueues,
+  FAILED_KEPT_SECONDS,
   jobsByName,
   type PayloadOf,
   type QueueName,
@@ -91,7 +92,7 @@ export function jobOptions(job: AnyJob): JobsOptions {
     backoff: { type: 'exponential', delay: job.options.backoffMs },
     // Awaited jobs keep their result for late readers (GET /api/jobs/:id); never `true`.
     removeOnComplete: { age: job.options.keepCompletedSeconds, count: job.options.keepCount },
-    removeOnFail: { age: 7 * 24 * 3600, count: job.options.keepCount },
+    removeOnFail: { age: FAILED_KEPT_SECONDS, count: job.options.keepCount },
   };
 }
 

@@ -1,7 +1,15 @@
 import { randomUUID } from 'node:crypto';
 import { DEPENDENCY_UNAVAILABLE, DomainJobError, JobFailedError } from './errors.ts';
 import type { Executor } from './executor.ts';
-import { type AnyJob, assertAwaited, type PayloadOf, type QueueName, queueNames, type ResultOf } from './registry.ts';
+import {
+  type AnyJob,
+  assertAwaited,
+  FAILED_KEPT_SECONDS,
+  type PayloadOf,
+  type QueueName,
+  queueNames,
+  type ResultOf,
+} from './registry.ts';
 import {
   type EnqueueOptions,
   type FlowChild,
@@ -39,9 +47,6 @@ export interface InProcessOptions {
   keepFinished?: number;
   onError?: (error: unknown, info: JobInfo) => void;
 }
-
-/** Failed jobs are kept this long, as BullMQ's `removeOnFail` age (bullmq.ts). */
-const FAILED_KEPT_MS = 7 * 24 * 3600 * 1000;
 
 /** Bounded FIFO concurrency for one queue. */
 class Lane {
@@ -143,7 +148,7 @@ export function createInProcessRunner(options: InProcessOptions): JobRunner {
     // And by age, as BullMQ does when a job finishes: the jobs of the same end (completed or
     // failed) that finished longer ago than the finishing job keeps such ones (an hour; failed
     // ones a week) are gone, so a result read after its retention is a 404 on both transports.
-    const cutoff = (record.info.finishedAt as number) - (error ? FAILED_KEPT_MS : keepCompletedSeconds * 1000);
+    const cutoff = (record.info.finishedAt as number) - (error ? FAILED_KEPT_SECONDS : keepCompletedSeconds) * 1000;
     for (let i = 0; i < done.length; ) {
       const id = done[i] as string;
       const old = records.get(id)?.info;

@@ -12,6 +12,9 @@ export interface JobOptions {
   keepCount: number;
 }
 
+/** Failed jobs are kept this long (and at most `keepCount`), whatever the job: long enough to look into. */
+export const FAILED_KEPT_SECONDS = 7 * 24 * 3600;
+
 const defaults: JobOptions = { attempts: 3, backoffMs: 1000, keepCompletedSeconds: 3600, keepCount: 5000 };
 
 export interface JobDefinition<
