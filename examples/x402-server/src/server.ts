@@ -86,7 +86,9 @@ export async function buildServer(options: ServerOptions): Promise<FastifyInstan
     .register(network, new ExactEvmScheme())
     .register(network, new UptoEvmScheme());
   const app = Fastify({ logger: options.logger ?? true });
-  registerVouchHooks(resourceServer, { logger: app.log, ...options.vouch });
+  const hooks = registerVouchHooks(resourceServer, { logger: app.log, ...options.vouch });
+  // A capture or record of a settled payment still being sent again to Vouch is finished first.
+  app.addHook('onClose', () => hooks.idle());
   const httpServer = new x402HTTPResourceServer(resourceServer, routes);
   await httpServer.initialize();
 

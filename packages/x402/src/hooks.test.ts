@@ -263,6 +263,62 @@ describe('the hooks', () => {
     );
   });
 
+  it('after settlement: sends a capture and a record Vouch did not answer again, each until it is taken', async () => {
+    let captures = 0;
+    let records = 0;
+    script = (req) => {
+      if (req.url === '/api/decisions') return ok(allow);
+      // The capture and the record meet an outage: two 503s, one 503.
+      if (req.url?.endsWith('/capture'))
+        return ++captures <= 2
+          ? fail(503, 'SERVICE_UNAVAILABLE')
+          : ok({ authorization: { ...hold, status: 'captured' }, spendId: '4', screening: null });
+      return ++records <= 1
+        ? fail(503, 'SERVICE_UNAVAILABLE')
+        : ok({ agent: PAYER, txHash: `0x${'ab'.repeat(32)}`, chainStatus: 'unverified' });
+    };
+    const { lines, logger } = recordingLogger();
+    const hooks = createVouchHooks({ url, logger, settledRetryMs: 5 });
+    await hooks.onAfterSettle({
+      ...ctx,
+      result: { success: true, transaction: `0x${'ab'.repeat(32)}`, amount: '7000' },
+    });
+    // The hook answers after the first attempts; the rest goes on behind it.
+    expect([captures, records]).toEqual([1, 1]);
+    await hooks.idle();
+    expect([captures, records]).toEqual([3, 2]);
+    const key = `x402:eip155:8453:${PAYER}:nonce:0x${'01'.repeat(32)}`;
+    expect(new Set(seen.map((s) => s.key))).toEqual(new Set([key]));
+    expect(seen.filter((s) => s.url.endsWith('/capture')).map((s) => JSON.parse(s.body))).toEqual(
+      Array(3).fill({ amount: '7000', settled: true }),
+    );
+    expect(
+      lines
+        .filter((l) => l.level === 'info')
+        .map((l) => l.message)
+        .sort(),
+    ).toEqual(['hold captured', 'transaction recorded']);
+  });
+
+  it('after settlement: stops sending a capture again once Vouch refuses it', async () => {
+    let captures = 0;
+    script = (req) => {
+      if (req.url === '/api/decisions') return ok(allow);
+      if (req.url?.endsWith('/capture'))
+        return ++captures === 1 ? fail(503, 'SERVICE_UNAVAILABLE') : fail(409, 'AUTHORIZATION_NOT_HELD');
+      return fail(403, 'FORBIDDEN');
+    };
+    const { lines, logger } = recordingLogger();
+    const hooks = createVouchHooks({ url, logger, settledRetryMs: 5 });
+    await hooks.onAfterSettle({ ...ctx, result: { success: true, transaction: `0x${'ab'.repeat(32)}` } });
+    await hooks.idle();
+    expect(captures).toBe(2);
+    expect(lines.at(-1)).toEqual({
+      level: 'error',
+      message: 'settled, but the hold could not be captured: the budget does not show this payment',
+    });
+  });
+
   it('stops a payment before settlement when the screen now refuses its hold, and voids the hold', async () => {
     script = (req) => {
       if (req.url === '/api/decisions') return ok(allow, { 'idempotency-replayed': 'true' });

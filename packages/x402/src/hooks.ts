@@ -35,6 +35,12 @@ export interface VouchHooksOptions extends VouchClientOptions {
   /** Stored as the decision's `category` (a policy can match it with `categoryIn`). */
   category?: string;
   logger?: Logger;
+  /**
+   * After a settlement, a capture or record Vouch could not take (unavailable) is sent again in
+   * the background, first after this many ms, then twice as long each time up to 30 s, until the
+   * payment's hold would have expired (default 1,000).
+   */
+  settledRetryMs?: number;
 }
 
 /** The part of the x402 hook contexts the hooks read: resource server and facilitator contexts both have it. */
@@ -50,6 +56,9 @@ type SettleResultLike = {
 };
 
 export type Abort = { abort: true; reason: string; message: string };
+
+/** What became of a call after a settlement: taken (or refused for good), or to be sent again. */
+type Outcome = 'done' | 'unavailable';
 
 const TX_HASH = /^0x[0-9a-fA-F]{64}$/;
 
@@ -108,6 +117,8 @@ function invalidReasonOf(error: unknown, facilitator: boolean): string | null {
  * - `onAfterSettle`: the hold is captured for the settled amount (less than held for `upto`; the
  *   rest is released) as `settled` — the money has moved, so the screen cannot refuse recording
  *   it — and the transaction recorded.
+ *   A capture or record Vouch does not answer is sent again in the background until the hold would
+ *   have expired; `idle()` waits for that.
  *
  * Every call for one payment carries the same `Idempotency-Key`, so a retried payment decides and
  * holds once, and captures once. No hook throws: the x402 packages would only log it.
@@ -117,6 +128,12 @@ export function createVouchHooks(options: VouchHooksOptions, facilitatorSide = f
   const log = options.logger ?? consoleLogger;
   const failOpen = options.failMode === 'open';
   const record = options.record ?? true;
+  /** Work the hooks go on with after answering: captures and records sent again (`idle`). */
+  const pending = new Set<Promise<void>>();
+  const later = (work: Promise<void>) => {
+    pending.add(work);
+    void work.finally(() => pending.delete(work));
+  };
 
   const describe = (ctx: PaymentContext) => describePayment(ctx.paymentPayload, ctx.requirements);
   const request = (payment: PaymentFacts) =>
@@ -253,6 +270,19 @@ export function createVouchHooks(options: VouchHooksOptions, facilitatorSide = f
       log.error(base, 'settled amount unreadable: nothing captured or recorded');
       return;
     }
+    // The hold was made at or before this moment for `holdSeconds`: past that it cannot be captured.
+    const deadline = Date.now() + payment.holdSeconds * 1000;
+    const owed: Array<() => Promise<Outcome>> = [];
+    if ((await capture(payment, amount, base)) === 'unavailable') owed.push(() => capture(payment, amount, base));
+    const recording = () => recordTransaction(payment, amount, ctx.result.transaction, base);
+    if (record && amount > 0n && (await recording()) === 'unavailable') owed.push(recording);
+    // The money has moved: what Vouch could not take now is sent again until it is taken or the
+    // hold is gone (the same Idempotency-Key, so each is taken once), without holding up the answer.
+    if (owed.length) later(retryUntil(owed, deadline, base));
+  }
+
+  /** The capture of a settled payment's hold; `unavailable` when Vouch did not answer (it is sent again). */
+  async function capture(payment: PaymentFacts, amount: bigint, base: Record<string, unknown>): Promise<Outcome> {
     try {
       const decision = await decisionOf(payment);
       const hold = decision.authorization;
@@ -286,13 +316,34 @@ export function createVouchHooks(options: VouchHooksOptions, facilitatorSide = f
           );
         else log.info({ ...base, authorizationId: hold.authorizationId, spendId: data.spendId }, 'hold captured');
       }
+      return 'done';
     } catch (error) {
+      const unavailable = error instanceof VouchUnavailableError;
       log.error(
         { ...base, err: error instanceof Error ? error.message : String(error) },
-        'settled, but the hold could not be captured: the budget does not show this payment',
+        unavailable
+          ? 'settled, but Vouch did not answer the capture: it is sent again until the hold expires'
+          : 'settled, but the hold could not be captured: the budget does not show this payment',
       );
+      return unavailable ? 'unavailable' : 'done';
     }
-    if (record && amount > 0n) await recordTransaction(payment, amount, ctx.result.transaction, base);
+  }
+
+  /** Sends `owed` again, each until it is taken (or refused), while `deadline` has not passed. */
+  async function retryUntil(owed: Array<() => Promise<Outcome>>, deadline: number, base: Record<string, unknown>) {
+    let wait = options.settledRetryMs ?? 1_000;
+    while (owed.length) {
+      if (Date.now() + wait >= deadline) {
+        log.error(
+          { ...base, unsent: owed.length },
+          'settled, and Vouch did not answer until the hold expired: the budget does not show this payment',
+        );
+        return;
+      }
+      await new Promise((resolve) => setTimeout(resolve, wait).unref());
+      wait = Math.min(wait * 2, 30_000);
+      for (const send of [...owed]) if ((await send()) === 'done') owed.splice(owed.indexOf(send), 1);
+    }
   }
 
   async function recordTransaction(
@@ -300,10 +351,10 @@ export function createVouchHooks(options: VouchHooksOptions, facilitatorSide = f
     amount: bigint,
     txHash: string,
     base: Record<string, unknown>,
-  ): Promise<void> {
+  ): Promise<Outcome> {
     if (!TX_HASH.test(txHash)) {
       log.warn(base, 'not recorded: the settlement named no transaction hash');
-      return;
+      return 'done';
     }
     try {
       const { data } = await client.record(
@@ -318,6 +369,7 @@ export function createVouchHooks(options: VouchHooksOptions, facilitatorSide = f
         payment.idempotencyKey,
       );
       log.info({ ...base, chainStatus: data.chainStatus }, 'transaction recorded');
+      return 'done';
     } catch (error) {
       if (error instanceof VouchRequestError && error.status === 403) {
         const missingScope = typeof error.details === 'object' && error.details !== null && 'required' in error.details;
@@ -327,14 +379,25 @@ export function createVouchHooks(options: VouchHooksOptions, facilitatorSide = f
             ? 'not recorded: the key has no `score` scope (recordApiKey)'
             : 'not recorded: the payer is registered by another Vouch organization, and recording is its owner’s write',
         );
-        return;
+        return 'done';
       }
-      log.error({ ...base, err: error instanceof Error ? error.message : String(error) }, 'transaction not recorded');
+      const unavailable = error instanceof VouchUnavailableError;
+      log.error(
+        { ...base, err: error instanceof Error ? error.message : String(error) },
+        unavailable
+          ? 'transaction not recorded yet: Vouch did not answer; it is sent again'
+          : 'transaction not recorded',
+      );
+      return unavailable ? 'unavailable' : 'done';
     }
   }
 
   return {
     client,
+    /** Resolves once no capture or record is waiting to be sent again: await it before the process exits. */
+    idle: async (): Promise<void> => {
+      while (pending.size) await Promise.all(pending);
+    },
     onBeforeVerify: (ctx: PaymentContext) => gate(ctx, 'verify'),
     onAfterVerify: async (
       ctx: PaymentContext & { result: { readonly isValid: boolean; readonly invalidReason?: string } },
