@@ -10,6 +10,7 @@ import { type EdgeDeps, edgePlugin } from './edge.ts';
 import { edgeDeps } from './edge-config.ts';
 import { implicitFailures } from './http.ts';
 import { idempotencyHeaders, replaySerializationPlugin } from './idempotency.ts';
+import { strictJsonBodies } from './json-body.ts';
 import { coalesceWritesPlugin } from './plugins/coalesce-writes.ts';
 import { clientErrorHandler, errorsPlugin, frameworkErrors } from './plugins/errors.ts';
 import { queueDashboard } from './plugins/queue-dashboard.ts';
@@ -70,8 +71,9 @@ export async function buildApp(deps: AppDeps) {
 
   app.setValidatorCompiler(validatorCompiler);
   app.setSerializerCompiler(responseSerializerCompiler);
-  // JSON only: anything else (text/plain included) is 415.
+  // JSON only: anything else (text/plain included) is 415; a member named twice is refused.
   app.removeContentTypeParser('text/plain');
+  strictJsonBodies(app);
   // First of all hooks, so that every answer carries it (a drain's 503 and a CORS preflight included).
   app.addHook('onRequest', (request, reply, done) => {
     reply.header('x-request-id', request.id);

@@ -58,6 +58,29 @@ describe('the failure envelope for malformed requests', () => {
       },
     },
     {
+      // Which of the two a reader keeps is not defined (RFC 8259 §4): a spend must mean one amount.
+      name: 'a member named twice',
+      status: 400,
+      code: 'INVALID_JSON',
+      request: {
+        method: 'POST',
+        url: '/api/budgets/AGENT/spend',
+        headers: { 'content-type': 'application/json' },
+        payload: '{"amount":"1","amount":"99"}',
+      },
+    },
+    {
+      name: 'a member named twice, once escaped, inside a nested object',
+      status: 400,
+      code: 'INVALID_JSON',
+      request: {
+        method: 'POST',
+        url: '/api/decisions',
+        headers: { 'content-type': 'application/json; charset=utf-8' },
+        payload: '{"agent":"AGENT","amount":"1","context":{"order":"a","\\u006frder":"b"}}',
+      },
+    },
+    {
       name: 'wrong content type',
       status: 415,
       code: 'UNSUPPORTED_MEDIA_TYPE',
@@ -112,7 +135,9 @@ describe('the failure envelope for malformed requests', () => {
   for (const c of cases) {
     it(`${c.name} → ${c.status} ${c.code}, nothing stored`, async () => {
       const before = await snapshot();
-      const request = { ...c.request, url: String(c.request.url).replace('AGENT', agent) };
+      const payload =
+        typeof c.request.payload === 'string' ? c.request.payload.replace('AGENT', agent) : c.request.payload;
+      const request = { ...c.request, url: String(c.request.url).replace('AGENT', agent), payload };
       const res = await t.app.inject(request);
       expect(res.statusCode).toBe(c.status);
       const body = failureEnvelope.parse(res.json());
