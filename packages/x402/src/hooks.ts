@@ -318,15 +318,25 @@ export function createVouchHooks(options: VouchHooksOptions, facilitatorSide = f
       }
       return 'done';
     } catch (error) {
-      const unavailable = error instanceof VouchUnavailableError;
-      log.error(
-        { ...base, err: error instanceof Error ? error.message : String(error) },
-        unavailable
-          ? 'settled, but Vouch did not answer the capture: it is sent again until the hold expires'
-          : 'settled, but the hold could not be captured: the budget does not show this payment',
-      );
-      return unavailable ? 'unavailable' : 'done';
+      return failed(error, base, {
+        unavailable: 'settled, but Vouch did not answer the capture: it is sent again until the hold expires',
+        refused: 'settled, but the hold could not be captured: the budget does not show this payment',
+      });
     }
+  }
+
+  /** A call after a settlement that failed, logged: to be sent again when Vouch did not answer, else done. */
+  function failed(
+    error: unknown,
+    base: Record<string, unknown>,
+    messages: { unavailable: string; refused: string },
+  ): Outcome {
+    const unavailable = error instanceof VouchUnavailableError;
+    log.error(
+      { ...base, err: error instanceof Error ? error.message : String(error) },
+      unavailable ? messages.unavailable : messages.refused,
+    );
+    return unavailable ? 'unavailable' : 'done';
   }
 
   /** Sends `owed` again, each until it is taken (or refused), while `deadline` has not passed. */
@@ -381,14 +391,10 @@ export function createVouchHooks(options: VouchHooksOptions, facilitatorSide = f
         );
         return 'done';
       }
-      const unavailable = error instanceof VouchUnavailableError;
-      log.error(
-        { ...base, err: error instanceof Error ? error.message : String(error) },
-        unavailable
-          ? 'transaction not recorded yet: Vouch did not answer; it is sent again'
-          : 'transaction not recorded',
-      );
-      return unavailable ? 'unavailable' : 'done';
+      return failed(error, base, {
+        unavailable: 'transaction not recorded yet: Vouch did not answer; it is sent again',
+        refused: 'transaction not recorded',
+      });
     }
   }
 
