@@ -239,6 +239,16 @@ const table: Record<string, { call: (fx: Fixtures) => Call; expect: Expect }> = 
     call: (fx) => ({ method: 'GET', url: `/api/decisions/${fx.decisionId}` }),
     expect: { kind: 'own', status: 404, code: 'DECISION_NOT_FOUND' },
   },
+  listAgentDecisions: {
+    call: (fx) => ({ method: 'GET', url: `/api/agents/${fx.agent}/decisions` }),
+    // Its own decisions (`decide` above) only, never the first organization’s.
+    expect: {
+      kind: 'own',
+      status: 200,
+      check: (b, fx) =>
+        expect((b.decisions as Array<{ decisionId: string }>).map((d) => d.decisionId)).not.toContain(fx.decisionId),
+    },
+  },
   listApprovals: {
     call: () => ({ method: 'GET', url: '/api/approvals' }),
     expect: { kind: 'own', status: 200, check: (b) => expect(b.approvals).toEqual([]) },

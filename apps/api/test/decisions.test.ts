@@ -1,6 +1,14 @@
 import { randomUUID } from 'node:crypto';
 import { sql } from '@vouch/db';
-import { approval, decision, failureEnvelope, policy, policyVersions, successEnvelope } from '@vouch/schemas';
+import {
+  approval,
+  decision,
+  decisionList,
+  failureEnvelope,
+  policy,
+  policyVersions,
+  successEnvelope,
+} from '@vouch/schemas';
 import {
   createAgent,
   createAgentWithBudget,
@@ -224,6 +232,80 @@ describe('a decision', () => {
       .select(sql<number>`count(*)::int`.as('n'))
       .executeTakeFirst();
     expect(after).toEqual(before);
+  });
+});
+
+describe('an agent’s decisions', () => {
+  async function list(agent: string, query = '') {
+    const res = await get(t.app, `/api/agents/${agent}/decisions${query}`);
+    expect(res.statusCode, res.body).toBe(200);
+    return successEnvelope(decisionList).parse(res.json()).data;
+  }
+
+  it('are listed newest first, a page at a time, each as its GET answers it, filtered by verdict and time', async () => {
+    const agent = await createAgentWithBudget(t.app, limits);
+    const made: string[] = [];
+    // Three decisions in one millisecond and two later: time orders them, then the id.
+    for (const amount of ['1', '2', '3']) made.push((await decideOk({ agent, amount })).decisionId);
+    t.clock.advance(5_000);
+    made.push((await decideOk({ agent, amount: '900' })).decisionId); // over perTxLimit: deny
+    t.clock.advance(5_000);
+    made.push((await decideOk({ agent, amount: '4' })).decisionId);
+    const all = await list(agent, '?limit=100');
+    expect(all.nextCursor).toBeNull();
+    expect(new Set(all.decisions.map((d) => d.decisionId))).toEqual(new Set(made));
+    expect(all.decisions.slice(0, 2).map((d) => d.decisionId)).toEqual([made[4], made[3]]);
+    for (const d of all.decisions) {
+      const one = await get(t.app, `/api/decisions/${d.decisionId}`);
+      expect(successEnvelope(decision).parse(one.json()).data).toEqual(d);
+    }
+    // Two at a time: the pages together are the whole list, in its order, none twice.
+    const paged: string[] = [];
+    let cursor: string | null = '';
+    while (cursor !== null) {
+      const pageOf: { decisions: Array<{ decisionId: string }>; nextCursor: string | null } = await list(
+        agent,
+        `?limit=2${cursor ? `&cursor=${cursor}` : ''}`,
+      );
+      expect(pageOf.decisions.length).toBeLessThanOrEqual(2);
+      paged.push(...pageOf.decisions.map((d) => d.decisionId));
+      cursor = pageOf.nextCursor;
+    }
+    expect(paged).toEqual(all.decisions.map((d) => d.decisionId));
+    expect((await list(agent, '?decision=deny')).decisions.map((d) => d.decisionId)).toEqual([made[3]]);
+    const at = Math.floor(t.clock.now.getTime() / 1000);
+    expect((await list(agent, `?from=${at - 5}&to=${at}`)).decisions.map((d) => d.decisionId)).toEqual([made[3]]);
+    expect((await list(agent, `?from=${at}`)).decisions.map((d) => d.decisionId)).toEqual([made[4]]);
+  });
+
+  it('are this organization’s only; an unknown address is 404, one decided about is listed', async () => {
+    const unknown = randomAddress();
+    const res = await get(t.app, `/api/agents/${unknown}/decisions`);
+    expect(res.statusCode).toBe(404);
+    expect(failureEnvelope.parse(res.json()).error.code).toBe('AGENT_NOT_FOUND');
+    const denied = await decideOk({ agent: unknown, amount: '1' });
+    expect(denied.decision).toBe('deny');
+    expect((await list(unknown)).decisions.map((d) => d.decisionId)).toEqual([denied.decisionId]);
+    expect((await list(unknown, '?decision=allow')).decisions).toEqual([]);
+  });
+
+  it('refuses a cursor it did not give out, a bad filter and an empty time range', async () => {
+    const agent = await createAgentWithBudget(t.app, limits);
+    await decideOk({ agent, amount: '1' });
+    await decideOk({ agent, amount: '2' });
+    const { nextCursor } = await list(agent, '?limit=1');
+    expect(nextCursor).not.toBeNull();
+    const bad = [
+      `${nextCursor}=`,
+      Buffer.from('12_not-a-uuid').toString('base64url'),
+      Buffer.from(`1_${randomUUID()} `).toString('base64url'),
+      'x',
+    ].map((c) => `?cursor=${encodeURIComponent(c)}`);
+    for (const query of [...bad, '?decision=maybe', '?limit=0', '?limit=101', '?from=10&to=10', '?agent=x']) {
+      const res = await get(t.app, `/api/agents/${agent}/decisions${query}`);
+      expect(res.statusCode, query).toBe(400);
+      expect(failureEnvelope.parse(res.json()).error.code, query).toBe('VALIDATION_ERROR');
+    }
   });
 });
 

@@ -36,6 +36,7 @@ export const ROUTES_WITHOUT_BODY: ReadonlySet<string> = new Set([
   'GET /api/agents/:address/score',
   'GET /api/agents/:address/score-history',
   'GET /api/agents/:address/verifications',
+  'GET /api/agents/:address/decisions',
   'GET /api/agents/:address/policy',
   'GET /api/agents/:address/policy/versions',
   'DELETE /api/agents/:address/policy',

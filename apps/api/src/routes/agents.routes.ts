@@ -6,10 +6,12 @@ import {
   agentScore,
   batchScoresBody,
   batchScoresResult,
+  decisionList,
   erc8004FeedbackBody,
   erc8004FeedbackResult,
   erc8004FileParams,
   jobAccepted,
+  listDecisionsQuery,
   listQuery,
   noBody,
   ownerBody,
@@ -132,6 +134,19 @@ export const agentsRoutes: FastifyPluginAsyncZod<{ services: Services }> = async
       response: responses({ 200: agent }, { 404: ['AGENT_NOT_FOUND'], 422: ['AGENT_NOT_REGISTERED'] }),
     },
     handler: async (req) => ok(await services.agents.setOwner(actorOf(req), req.params.address, req.body.owner)),
+  });
+
+  app.get('/api/agents/:address/decisions', {
+    schema: {
+      operationId: 'listAgentDecisions',
+      tags: ['decisions'],
+      summary:
+        'The decisions this organization asked about the agent, newest first (paginated; filters: decision, from, to)',
+      params: agentParams,
+      querystring: listDecisionsQuery,
+      response: responses({ 200: decisionList }, { 404: ['AGENT_NOT_FOUND'] }),
+    },
+    handler: async (req) => ok(await services.decisions.list(actorOf(req), req.params.address, req.query)),
   });
 
   app.get('/api/agents/:address/policy', {

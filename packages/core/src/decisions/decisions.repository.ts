@@ -60,6 +60,57 @@ export async function insertDecisions(db: Executor, decisions: readonly NewDecis
   await runPrepared(db, statement.compile(db));
 }
 
+export interface DecisionFilter {
+  organizationId: string;
+  agent: string;
+  decision?: 'allow' | 'deny' | 'review' | undefined;
+  from?: Date | undefined;
+  to?: Date | undefined;
+  /** The last decision of the previous page: this page starts after it. */
+  after?: { createdAt: Date; id: string } | undefined;
+}
+
+/**
+ * An agent's decisions in an organization, newest first (by time, then id), `limit + 1` of them.
+ * The index on (organization, agent, time) bounds the scan; a page after another starts at its time.
+ */
+export function listDecisions(db: Executor, filter: DecisionFilter, limit: number): Promise<DecisionRow[]> {
+  let query = db
+    .selectFrom('decisions')
+    .selectAll()
+    .select([
+      sql<string | null>`authorization_id::text`.as('authorization_id'),
+      sql<string | null>`approval_id::text`.as('approval_id'),
+    ])
+    .where('organization_id', '=', filter.organizationId)
+    .where('agent', '=', filter.agent);
+  if (filter.decision) query = query.where('decision', '=', filter.decision);
+  if (filter.from) query = query.where('created_at', '>=', filter.from);
+  if (filter.to) query = query.where('created_at', '<', filter.to);
+  const after = filter.after;
+  if (after)
+    query = query
+      .where('created_at', '<=', after.createdAt)
+      .where(sql<boolean>`(created_at, id) < (${after.createdAt}, ${after.id})`);
+  return query
+    .orderBy('created_at', 'desc')
+    .orderBy('id', 'desc')
+    .limit(limit + 1)
+    .execute();
+}
+
+/** Whether the organization decided about the agent at least once. */
+export async function anyDecision(db: Executor, organizationId: string, agent: string): Promise<boolean> {
+  const row = await db
+    .selectFrom('decisions')
+    .select(sql<number>`1`.as('one'))
+    .where('organization_id', '=', organizationId)
+    .where('agent', '=', agent)
+    .limit(1)
+    .executeTakeFirst();
+  return row !== undefined;
+}
+
 /** Links a decision to the hold or approval it created (made after the decision's row, in its transaction). */
 export async function linkDecision(
   db: Executor,

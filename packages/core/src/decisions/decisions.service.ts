@@ -1,6 +1,7 @@
 import { type DB, type DecisionRow, isDatabaseBusy, isDatabaseUnavailable, type Kysely } from '@vouch/db';
-import type { Authorization, Decision, DecisionInput, DecisionReason } from '@vouch/schemas';
+import type { Authorization, Decision, DecisionInput, DecisionReason, ListDecisionsQuery } from '@vouch/schemas';
 import { gradeFor } from '../agents/agents.model.ts';
+import { findAgent } from '../agents/agents.repository.ts';
 import type { AgentsService } from '../agents/agents.service.ts';
 import type { AnomalyService } from '../anomaly/anomaly.service.ts';
 import type { AuditService } from '../audit/audit.service.ts';
@@ -14,7 +15,8 @@ import type { SanctionsService } from '../sanctions/sanctions.service.ts';
 import { confidenceOf, SCORE_MODEL_VERSION } from '../scores/scores.model.ts';
 import type { Actor } from '../shared/actor.ts';
 import { type Clock, expiryAfter, toUnixSeconds } from '../shared/clock.ts';
-import { BudgetExceededError, DomainError } from '../shared/errors.ts';
+import { cursorNotIssued, cursorText, encodeCursor } from '../shared/cursor.ts';
+import { AgentNotFoundError, BudgetExceededError, DomainError } from '../shared/errors.ts';
 import { timeOrderedId } from '../shared/ids.ts';
 import { decide, type SanctionsState, type Verdict } from './decisions.model.ts';
 import * as repo from './decisions.repository.ts';
@@ -58,6 +60,15 @@ interface DecisionFacts {
 }
 
 const DAY_MS = 86_400_000;
+
+/** A page of decisions ends at one: its time (ms) and id, opaque to the caller. */
+const decisionCursor = (row: DecisionRow) => encodeCursor(`${row.created_at.getTime()}_${row.id}`);
+
+function fromDecisionCursor(cursor: string): { createdAt: Date; id: string } {
+  const match = /^(\d{1,15})_([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})$/.exec(cursorText(cursor));
+  if (!match) throw cursorNotIssued();
+  return { createdAt: new Date(Number(match[1])), id: match[2] as string };
+}
 
 /** The budget as if `hold` were given back, nothing of it spent (as a void gives it back). */
 function withoutHold(budget: CachedBudget, hold: { amount: string; day_start: Date; month_start: Date }): CachedBudget {
@@ -159,6 +170,15 @@ export function createDecisionsService(deps: DecisionsDeps) {
     return bound
       ? `approval ${id} was taken by another decision`
       : `approval ${id} was granted for another payment (agent, counterparty, amount, asset and category must match)`;
+  }
+
+  /** A stored decision's answer; a row stored before its hold was kept with it reads the hold as it is now. */
+  async function stored(actor: Actor, row: DecisionRow): Promise<Decision> {
+    const hold =
+      row.authorization_id === null || (row.facts as unknown as DecisionFacts).authorization !== undefined
+        ? null
+        : await budgetsRepo.findAuthorization(db, actor.organizationId, row.agent, String(row.authorization_id));
+    return toDecision(row, hold ? toAuthorization(hold) : null);
   }
 
   const service = {
@@ -531,11 +551,37 @@ export function createDecisionsService(deps: DecisionsDeps) {
     async get(actor: Actor, id: string): Promise<Decision> {
       const row = await repo.findDecision(db, actor.organizationId, id);
       if (!row) throw new DecisionNotFoundError(id);
-      const hold =
-        row.authorization_id === null || (row.facts as unknown as DecisionFacts).authorization !== undefined
-          ? null
-          : await budgetsRepo.findAuthorization(db, actor.organizationId, row.agent, String(row.authorization_id));
-      return toDecision(row, hold ? toAuthorization(hold) : null);
+      return stored(actor, row);
+    },
+
+    /** The agent's decisions in the organization, newest first, each answered as `get` answers it. */
+    async list(actor: Actor, agent: string, query: ListDecisionsQuery) {
+      const rows = await repo.listDecisions(
+        db,
+        {
+          organizationId: actor.organizationId,
+          agent,
+          decision: query.decision,
+          from: query.from === undefined ? undefined : new Date(query.from * 1000),
+          to: query.to === undefined ? undefined : new Date(query.to * 1000),
+          after: query.cursor === undefined ? undefined : fromDecisionCursor(query.cursor),
+        },
+        query.limit,
+      );
+      // An address Vouch never saw, and never decided about here, is not known (decisions are
+      // made about unknown addresses too: those are listed).
+      if (
+        rows.length === 0 &&
+        !(await findAgent(db, agent)) &&
+        !(await repo.anyDecision(db, actor.organizationId, agent))
+      )
+        throw new AgentNotFoundError(agent);
+      const items = rows.slice(0, query.limit);
+      const last = items[items.length - 1];
+      return {
+        decisions: await Promise.all(items.map((row) => stored(actor, row))),
+        nextCursor: rows.length > query.limit && last ? decisionCursor(last) : null,
+      };
     },
   };
   return service;
