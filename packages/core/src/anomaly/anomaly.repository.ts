@@ -46,13 +46,18 @@ export async function insertAnomalyCheck(db: Executor, row: Insertable<DB['anoma
   await db.insertInto('anomaly_checks').values(row).execute();
 }
 
-/** The agent's latest anomaly check of those the organization asked for. */
+/**
+ * The agent's latest anomaly check of those the organization asked for: the one made last (its
+ * `created_at`, when it was evaluated), not the one stored last — a check whose reads were slow is
+ * stored after a later one, and judged the agent as it was before it.
+ */
 export function latestAnomalyCheck(db: Executor, organizationId: string, agent: string) {
   return db
     .selectFrom('anomaly_checks')
     .select(['severity', 'risk_score', 'created_at'])
     .where('organization_id', '=', organizationId)
     .where('agent', '=', agent)
+    .orderBy('created_at', 'desc')
     .orderBy('id', 'desc')
     .limit(1)
     .executeTakeFirst();
