@@ -44,6 +44,23 @@ describe('evaluateAnomaly', () => {
     expect(evaluateAnomaly({ ...steady, lastHourCount: 2 }).flags.map((f) => f.code)).toEqual(['HIGH_FREQUENCY']);
   });
 
+  it('frequency of an agent paying less than once an hour: a single payment is no burst, three in an hour are', () => {
+    // One a day for 30 days: an hour holds whole payments, so against an average of 1/24 an hour
+    // every payment would be 24× it. The expected count of an hour is the average, at least one.
+    const daily = { ...steady, count30d: 30, assetCount30d: 30, volume30d: 30n * ether };
+    const one = evaluateAnomaly(daily);
+    expect(one.factors.frequency).toMatchObject({ value: 1, risk: 0, contribution: 0 });
+    expect(one).toMatchObject({ riskScore: 0, severity: 'LOW', flags: [] });
+    expect(evaluateAnomaly({ ...daily, lastHourCount: 1 }).flags).toEqual([]);
+    const burst = evaluateAnomaly({ ...daily, lastHourCount: 2 });
+    expect(burst.factors.frequency.value).toBe(3);
+    expect(burst.flags).toEqual([
+      { code: 'HIGH_FREQUENCY', message: '3 transactions this hour, 3.0× the hourly average (1.00, at least one)' },
+    ]);
+    // From one an hour on, the average itself is the measure, as before.
+    expect(evaluateAnomaly({ ...steady, lastHourCount: 2 }).factors.frequency.value).toBe(3);
+  });
+
   it('large value alone: 20× the average is full risk (25), flagged from 5×', () => {
     const r = evaluateAnomaly({ ...steady, amount: 20n * ether });
     expect(r.factors.largeValue).toMatchObject({ value: 20, risk: 1, contribution: 25 });

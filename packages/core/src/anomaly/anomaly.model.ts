@@ -96,14 +96,17 @@ export function evaluateAnomaly(facts: AnomalyFacts, t: AnomalyThresholds): Anom
   if (!hasHistory)
     flags.push({ code: 'NO_HISTORY', message: 'no transactions in the last 30 days to compare against' });
 
-  // Frequency: this hour (including the checked transaction) against the hourly average.
-  const hourlyAverage = facts.count30d / Math.max(1, facts.historyHours);
+  // Frequency: this hour (including the checked transaction) against the hourly average, taken
+  // as at least one: an hour holds whole transactions, so against an average below one every
+  // single payment of an agent that pays less than hourly would be a multiple of it (24× for one
+  // a day), a burst that is no burst. Three in an hour are one (at the default 3×).
+  const hourlyAverage = Math.max(1, facts.count30d / Math.max(1, facts.historyHours));
   const frequencyRatio = hasHistory ? (facts.lastHourCount + 1) / hourlyAverage : 0;
   const frequencyRisk = hasHistory ? ramp(frequencyRatio, t.frequencyFullRatio) : 0;
   if (hasHistory && frequencyRatio >= t.frequencyFlagRatio) {
     flags.push({
       code: 'HIGH_FREQUENCY',
-      message: `${facts.lastHourCount + 1} transactions this hour, ${frequencyRatio.toFixed(1)}× the hourly average`,
+      message: `${facts.lastHourCount + 1} transactions this hour, ${frequencyRatio.toFixed(1)}× the hourly average (${hourlyAverage.toFixed(2)}, at least one)`,
     });
   }
 
