@@ -268,6 +268,19 @@ describe('holds', () => {
     const late = await post(t.app, `/api/budgets/${agent}/authorizations/${h.authorizationId}/capture`, {});
     expect(late.statusCode).toBe(409);
     expect(late.json().error.details.status).toBe('expired');
+    // Read before the sweep, it is what its capture was told: expired (not given back yet: releasedAt null).
+    expect(late.json().error.details.authorization).toMatchObject({ status: 'expired', releasedAt: null });
+    const url = `/api/budgets/${agent}/authorizations`;
+    expect((await get(t.app, `${url}/${h.authorizationId}`)).json().data).toMatchObject({
+      status: 'expired',
+      releasedAt: null,
+    });
+    const listed = async (status: string) =>
+      (await get(t.app, `${url}?status=${status}`))
+        .json()
+        .data.authorizations.map((a: { authorizationId: string }) => a.authorizationId);
+    expect(await listed('held')).not.toContain(h.authorizationId);
+    expect(await listed('expired')).toContain(h.authorizationId);
     // Until the sweep, what it held still counts (failing closed).
     expect(await readBudget(agent)).toMatchObject({ dailyHeld: '400' });
     const expired = await t.services.authorizations.expireDue();

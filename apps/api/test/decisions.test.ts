@@ -948,6 +948,16 @@ describe('holds and approvals', () => {
     // 24 h later, the other review has expired with its hold.
     t.clock.advance(86_400_000 + 1000);
     try {
+      // Before the sweep, it already reads as what approving it would be told: expired.
+      expect((await get(t.app, `/api/approvals/${second.approvalId}`)).json().data.status).toBe('expired');
+      const ids = async (status: string) =>
+        (await get(t.app, `/api/approvals?status=${status}&agent=${agent}`))
+          .json()
+          .data.approvals.map((a: { approvalId: string }) => a.approvalId);
+      expect(await ids('pending')).not.toContain(second.approvalId);
+      expect(await ids('expired')).toContain(second.approvalId);
+      const hold = `/api/budgets/${agent}/authorizations/${second.authorization?.authorizationId}`;
+      expect((await get(t.app, hold)).json().data).toMatchObject({ status: 'expired', releasedAt: null });
       expect((await t.services.approvals.expireDue()).map((a) => String(a.id))).toContain(second.approvalId);
       await t.services.authorizations.expireDue();
       expect((await get(t.app, `/api/approvals/${second.approvalId}`)).json().data.status).toBe('expired');

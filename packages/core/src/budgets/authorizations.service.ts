@@ -31,14 +31,22 @@ export class AuthorizationNotFoundError extends DomainError {
   }
 }
 
-export function toAuthorization(row: AuthorizationRow): Authorization {
+/**
+ * A hold as it is answered. Read at `now`, one past its `expiresAt` is `expired` at once, as its
+ * capture is told, before the sweep gives back what it reserved (`releasedAt` null until then).
+ */
+export function toAuthorization(row: AuthorizationRow, now?: Date): Authorization {
+  const lapsed =
+    now !== undefined &&
+    (row.status === 'held' || row.status === 'pending_approval') &&
+    row.expires_at.getTime() <= now.getTime();
   return {
     authorizationId: String(row.id),
     agent: row.agent,
     asset: row.asset,
     amount: row.amount,
     captured: row.captured,
-    status: row.status,
+    status: lapsed ? 'expired' : row.status,
     counterparty: row.counterparty,
     metadata: row.metadata,
     expiresAt: toUnixSeconds(row.expires_at),
@@ -100,7 +108,7 @@ export function createAuthorizationsService({ db, clock, budgets, events }: Auth
       if (row.status === 'held' && row.expires_at.getTime() <= now.getTime()) {
         throw new DomainError('AUTHORIZATION_NOT_HELD', `authorization ${id} expired at its expiresAt`, {
           status: 'expired',
-          authorization: toAuthorization(row),
+          authorization: toAuthorization(row, now),
         });
       }
       if (row.status === 'held' && capture !== null && BigInt(capture) > BigInt(row.amount)) {
@@ -217,7 +225,7 @@ export function createAuthorizationsService({ db, clock, budgets, events }: Auth
     async get(actor: Actor, address: string, id: string): Promise<AuthorizationState> {
       const row = await repo.findAuthorizationState(db, actor.organizationId, address, id);
       if (!row) throw new AuthorizationNotFoundError(id);
-      return { ...toAuthorization(row), screening: row.screening };
+      return { ...toAuthorization(row, clock()), screening: row.screening };
     },
 
     async list(
@@ -225,14 +233,15 @@ export function createAuthorizationsService({ db, clock, budgets, events }: Auth
       address: string,
       query: { limit: number; cursor?: string | undefined; status?: Authorization['status'] | undefined },
     ) {
+      const now = clock();
       const rows = await repo.listAuthorizations(
         db,
         { organizationId: actor.organizationId, agent: address },
-        { status: query.status, beforeId: query.cursor === undefined ? undefined : idFromCursor(query.cursor) },
+        { status: query.status, now, beforeId: query.cursor === undefined ? undefined : idFromCursor(query.cursor) },
         query.limit,
       );
       const { items, nextCursor } = page(rows, query.limit);
-      return { authorizations: items.map(toAuthorization), nextCursor };
+      return { authorizations: items.map((row) => toAuthorization(row, now)), nextCursor };
     },
 
     /**

@@ -545,7 +545,7 @@ export function findAuthorizationState(db: Executor, organizationId: string, age
 export function listAuthorizations(
   db: Executor,
   key: { organizationId: string; agent: string },
-  filter: { status?: string | undefined; beforeId?: string | undefined },
+  filter: { status?: AuthorizationRow['status'] | undefined; now: Date; beforeId?: string | undefined },
   limit: number,
 ) {
   let query = db
@@ -554,7 +554,16 @@ export function listAuthorizations(
     .select(sql<string>`id::text`.as('id'))
     .where('organization_id', '=', key.organizationId)
     .where('agent', '=', key.agent);
-  if (filter.status) query = query.where('status', '=', filter.status as AuthorizationRow['status']);
+  // By the status a hold reads as at `now` (toAuthorization): one past its time is expired, swept or not.
+  const lapsing = ['held', 'pending_approval'] as const;
+  const status = filter.status;
+  if (status === 'expired')
+    query = query.where((w) =>
+      w.or([w('status', '=', 'expired'), w.and([w('status', 'in', lapsing), w('expires_at', '<=', filter.now)])]),
+    );
+  else if (status === 'held' || status === 'pending_approval')
+    query = query.where('status', '=', status).where('expires_at', '>', filter.now);
+  else if (status) query = query.where('status', '=', status);
   if (filter.beforeId) query = query.where('authorizations.id', '<', filter.beforeId);
   return query
     .orderBy('authorizations.id', 'desc')

@@ -29,10 +29,14 @@ export class ApprovalNotFoundError extends DomainError {
   }
 }
 
-export function toApproval(row: ApprovalRow): Approval {
+/**
+ * An approval as it is answered. Read at `now`, a pending review or an unredeemed grant past its
+ * `expiresAt` is `expired` at once, as approving or redeeming it is told, before the sweep marks it.
+ */
+export function toApproval(row: ApprovalRow, now?: Date): Approval {
   return {
     approvalId: String(row.id),
-    status: row.status,
+    status: now !== undefined && lapsed(row, now) ? 'expired' : row.status,
     decisionId: String(row.decision_id),
     agent: row.agent,
     amount: row.amount,
@@ -50,6 +54,10 @@ export function toApproval(row: ApprovalRow): Approval {
   };
 }
 
+/** A pending review or an unredeemed grant whose time has passed: expired, swept or not. */
+const lapsed = (row: ApprovalRow, now: Date) =>
+  (row.status === 'pending' || row.status === 'approved') && row.expires_at.getTime() <= now.getTime();
+
 /** What an approval is for, as its events carry it. */
 const bound = (row: ApprovalRow) => ({
   decisionId: String(row.decision_id),
@@ -63,11 +71,10 @@ export function createApprovalsService({ db, clock, audit, events, cache }: Appr
   async function refusal(actor: Actor, id: string): Promise<never> {
     const row = await repo.findApproval(db, actor.organizationId, id);
     if (!row) throw new ApprovalNotFoundError(id);
-    const now = clock();
-    const status = row.status === 'pending' && row.expires_at.getTime() <= now.getTime() ? 'expired' : row.status;
-    throw new DomainError('APPROVAL_NOT_PENDING', `approval ${id} is ${status}, not pending`, {
-      status,
-      approval: toApproval(row),
+    const approval = toApproval(row, clock());
+    throw new DomainError('APPROVAL_NOT_PENDING', `approval ${id} is ${approval.status}, not pending`, {
+      status: approval.status,
+      approval,
     });
   }
 
@@ -89,24 +96,26 @@ export function createApprovalsService({ db, clock, audit, events, cache }: Appr
         agent?: string | undefined;
       },
     ) {
+      const now = clock();
       const rows = await repo.listApprovals(
         db,
         actor.organizationId,
         {
           status: query.status,
           agent: query.agent,
+          now,
           beforeId: query.cursor === undefined ? undefined : idFromCursor(query.cursor),
         },
         query.limit,
       );
       const { items, nextCursor } = page(rows, query.limit);
-      return { approvals: items.map(toApproval), nextCursor };
+      return { approvals: items.map((row) => toApproval(row, now)), nextCursor };
     },
 
     async get(actor: Actor, id: string): Promise<Approval> {
       const row = await repo.findApproval(db, actor.organizationId, id);
       if (!row) throw new ApprovalNotFoundError(id);
-      return toApproval(row);
+      return toApproval(row, clock());
     },
 
     /**

@@ -267,7 +267,12 @@ export function findApproval(db: Executor, organizationId: string, id: string): 
 export function listApprovals(
   db: Executor,
   organizationId: string,
-  filter: { status?: ApprovalRow['status'] | undefined; agent?: string | undefined; beforeId?: string | undefined },
+  filter: {
+    status?: ApprovalRow['status'] | undefined;
+    agent?: string | undefined;
+    now: Date;
+    beforeId?: string | undefined;
+  },
   limit: number,
 ) {
   let query = db
@@ -275,7 +280,16 @@ export function listApprovals(
     .selectAll()
     .select(approvalColumns)
     .where('organization_id', '=', organizationId);
-  if (filter.status) query = query.where('status', '=', filter.status);
+  // By the status an approval reads as at `now` (toApproval): one past its time is expired, swept or not.
+  const lapsing = ['pending', 'approved'] as const;
+  const status = filter.status;
+  if (status === 'expired')
+    query = query.where((w) =>
+      w.or([w('status', '=', 'expired'), w.and([w('status', 'in', lapsing), w('expires_at', '<=', filter.now)])]),
+    );
+  else if (status === 'pending' || status === 'approved')
+    query = query.where('status', '=', status).where('expires_at', '>', filter.now);
+  else if (status) query = query.where('status', '=', status);
   if (filter.agent) query = query.where('agent', '=', filter.agent);
   if (filter.beforeId) query = query.where('approvals.id', '<', filter.beforeId);
   return query

@@ -178,7 +178,7 @@ export function createDecisionsService(deps: DecisionsDeps) {
       row.authorization_id === null || (row.facts as unknown as DecisionFacts).authorization !== undefined
         ? null
         : await budgetsRepo.findAuthorization(db, actor.organizationId, row.agent, String(row.authorization_id));
-    return toDecision(row, hold ? toAuthorization(hold) : null);
+    return toDecision(row, hold ? toAuthorization(hold, clock()) : null);
   }
 
   const service = {
