@@ -84,6 +84,11 @@ describe('holds', () => {
     const refused = await hold(agent, { amount: '401' });
     expect(refused.statusCode).toBe(422);
     expect(refused.json().error).toMatchObject({ code: 'BUDGET_EXCEEDED', details: { reason: 'DAILY_LIMIT' } });
+    // Refused like a spend, its details say the same (what is spent as well as what is left), and what was refused.
+    const spendFields = Object.keys(over.json().error.details).filter((k) => k !== 'spendId');
+    expect(refused.json().error.details).toMatchObject({ dailySpent: '0', monthlySpent: '0' });
+    expect(Object.keys(refused.json().error.details)).toEqual(expect.arrayContaining(spendFields));
+    expect(refused.json().error.message).toBe('hold refused: DAILY_LIMIT');
     expect((await post(t.app, `/api/budgets/${agent}/check`, { amount: '400' })).json().data.allowed).toBe(true);
     // A refused hold is in the ledger as a refused attempt.
     const ledger = successEnvelope(spendList).parse((await get(t.app, `/api/budgets/${agent}/spends`)).json()).data;
@@ -184,6 +189,7 @@ describe('holds', () => {
       422,
       expect.objectContaining({
         code: 'BUDGET_EXCEEDED',
+        message: 'capture refused: COUNTERPARTY_SANCTIONED',
         details: expect.objectContaining({ reason: 'COUNTERPARTY_SANCTIONED' }),
       }),
     ]);

@@ -102,7 +102,7 @@ export function createAuthorizationsService({ db, clock, budgets, events }: Auth
         seen.expiresAt.getTime() > now.getTime() &&
         BigInt(amount) <= BigInt(seen.amount)
       )
-        throw new BudgetExceededError({ amount, authorizationId: id, reason: screening });
+        throw new BudgetExceededError({ amount, authorizationId: id, reason: screening }, 'capture');
       const row = await repo.findAuthorization(executor, actor.organizationId, address, id);
       if (!row) throw new AuthorizationNotFoundError(id);
       if (row.status === 'held' && row.expires_at.getTime() <= now.getTime()) {
@@ -171,15 +171,20 @@ export function createAuthorizationsService({ db, clock, budgets, events }: Auth
         BigInt(row.monthly_limit) - BigInt(row.monthly_spent) - BigInt(row.monthly_held),
       );
       if (row.last_refusal !== null || row.authorization_id === null) {
-        throw new BudgetExceededError({
-          amount: input.amount,
-          spendId: row.spend_id,
-          dailyRemaining,
-          monthlyRemaining,
-          perTxLimit: row.per_tx_limit,
-          reason: row.last_refusal as string,
-          ...resets(now),
-        });
+        throw new BudgetExceededError(
+          {
+            amount: input.amount,
+            spendId: row.spend_id,
+            dailySpent: row.daily_spent,
+            monthlySpent: row.monthly_spent,
+            dailyRemaining,
+            monthlyRemaining,
+            perTxLimit: row.per_tx_limit,
+            reason: row.last_refusal as string,
+            ...resets(now),
+          },
+          'hold',
+        );
       }
       const hold = await repo.findAuthorization(executor, actor.organizationId, address, row.authorization_id);
       if (!hold) throw new Error(`authorization ${row.authorization_id} vanished after its insert`);

@@ -100,8 +100,9 @@ export class BudgetNotSetError extends DomainError {
 }
 
 export class BudgetExceededError extends DomainError {
-  constructor(details: Record<string, unknown> & { reason: string }) {
-    super('BUDGET_EXCEEDED', `spend refused: ${details.reason}`, details);
+  /** `what` was refused: a spend, a hold or a capture. */
+  constructor(details: Record<string, unknown> & { reason: string }, what: 'spend' | 'hold' | 'capture' = 'spend') {
+    super('BUDGET_EXCEEDED', `${what} refused: ${details.reason}`, details);
   }
 }
 
