@@ -87,12 +87,17 @@ export const agentsRoutes: FastifyPluginAsyncZod<{ services: Services }> = async
       tags: ['agents'],
       summary: 'Register an agent (an observed agent keeps its history)',
       body: registerBody,
+      headers: idempotencyHeaders,
       response: responses({ 201: agent }, { 409: ['AGENT_ALREADY_REGISTERED'] }),
     },
-    handler: async (req, reply) => {
-      reply.code(201);
-      return ok(await services.agents.register(actorOf(req), req.body));
-    },
+    handler: async (req, reply) =>
+      idempotent(
+        services,
+        req,
+        reply,
+        (executor, afterCommit) => services.agents.register(actorOf(req), req.body, executor, afterCommit),
+        () => 201,
+      ),
   });
 
   app.post('/api/agents/:address/score', {
@@ -103,9 +108,13 @@ export const agentsRoutes: FastifyPluginAsyncZod<{ services: Services }> = async
       summary: 'Set a registered agent’s score; the change is kept in its score history',
       params: agentParams,
       body: setScoreBody,
+      headers: idempotencyHeaders,
       response: responses({ 200: scoreChange }, { 404: ['AGENT_NOT_FOUND'], 422: ['AGENT_NOT_REGISTERED'] }),
     },
-    handler: async (req) => ok(await services.agents.setScore(actorOf(req), req.params.address, req.body)),
+    handler: async (req, reply) =>
+      idempotent(services, req, reply, (executor, afterCommit) =>
+        services.agents.setScore(actorOf(req), req.params.address, req.body, executor, afterCommit),
+      ),
   });
 
   app.post('/api/agents/batch-scores', {

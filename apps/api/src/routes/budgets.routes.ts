@@ -50,9 +50,13 @@ export const budgetsRoutes: FastifyPluginAsyncZod<{ services: Services }> = asyn
       summary: 'Set limits (first set: dailyLimit and monthlyLimit; perTxLimit defaults to dailyLimit)',
       params: agentParams,
       body: setBudgetBody,
+      headers: idempotencyHeaders,
       response: responses({ 200: budget }, { 404: ['AGENT_NOT_FOUND'], 422: ['AGENT_NOT_REGISTERED'] }),
     },
-    handler: async (req) => ok(await services.budgets.set(actorOf(req), req.params.address, req.body)),
+    handler: async (req, reply) =>
+      idempotent(services, req, reply, (executor, afterCommit) =>
+        services.budgets.set(actorOf(req), req.params.address, req.body, executor, afterCommit),
+      ),
   });
 
   app.post('/api/budgets/:address/check', {

@@ -25,8 +25,8 @@ export interface AgentsDeps {
   cache?: ReadCache | undefined;
   /** The score model counts only transactions verified on the chain (SCORE_TRANSACTIONS=verified): so does confidence. */
   verifiedOnly?: boolean;
-  /** The agent's ERC-8004 identity on the indexed chain (none without an index). */
-  identityOf?: (address: string) => Promise<Agent['erc8004']>;
+  /** The agent's ERC-8004 identity on the indexed chain (none without an index), read in `executor` when given. */
+  identityOf?: (address: string, executor?: Kysely<DB>) => Promise<Agent['erc8004']>;
 }
 
 /**
@@ -166,9 +166,18 @@ export function createAgentsService({
 
     standingOf,
 
-    async register(actor: Actor, input: RegisterInput): Promise<Agent> {
+    /**
+     * `executor` lets an idempotent request register inside its own transaction (every read in
+     * it too), and `afterCommit` run what must follow that commit.
+     */
+    async register(
+      actor: Actor,
+      input: RegisterInput,
+      executor: Kysely<DB> = db,
+      afterCommit: (effect: () => void) => void = (effect) => effect(),
+    ): Promise<Agent> {
       const now = clock();
-      await db.transaction().execute(async (trx) => {
+      const run = async (trx: Kysely<DB>) => {
         const row = await repo.registerAgent(trx, {
           address: input.address,
           organizationId: actor.organizationId,
@@ -178,11 +187,13 @@ export function createAgentsService({
         });
         if (!row) throw new AgentAlreadyRegisteredError(input.address);
         await audit.append(trx, actor, 'agent.registered', input.address, { owner: input.owner ?? null }, now);
-      });
-      cache?.invalidate('agents', input.address); // a "not found" may be cached
-      const full = await repo.findAgentWithActivity(db, input.address);
+      };
+      if (executor.isTransaction) await run(executor);
+      else await db.transaction().execute(run);
+      afterCommit(() => cache?.invalidate('agents', input.address)); // a "not found" may be cached
+      const full = await repo.findAgentWithActivity(executor, input.address);
       if (!full) throw new AgentNotFoundError(input.address);
-      return toAgent(full, await identityOf(input.address));
+      return toAgent(full, await identityOf(input.address, executor));
     },
 
     /** Changes a registered agent's owner; the time of the change feeds ownershipStability. */
@@ -212,9 +223,16 @@ export function createAgentsService({
       return toAgent(full, await identityOf(address));
     },
 
-    async setScore(actor: Actor, address: string, input: SetScoreInput) {
+    /** `executor` and `afterCommit` as for `register`. */
+    async setScore(
+      actor: Actor,
+      address: string,
+      input: SetScoreInput,
+      executor: Kysely<DB> = db,
+      afterCommit: (effect: () => void) => void = (effect) => effect(),
+    ) {
       const now = clock();
-      const written = await db.transaction().execute(async (trx) => {
+      const run = async (trx: Kysely<DB>) => {
         const row = await requireOwned(actor, address, trx);
         const written = await repo.writeScore(trx, {
           address,
@@ -236,10 +254,13 @@ export function createAgentsService({
           now,
         );
         return written;
+      };
+      const written = executor.isTransaction ? await run(executor) : await db.transaction().execute(run);
+      afterCommit(() => {
+        // Read your own write: this process's cached score goes before the answer does.
+        cache?.invalidate('agents', address);
+        if (written.old_score !== written.new_score) events?.committed();
       });
-      // Read your own write: this process's cached score goes before the answer does.
-      cache?.invalidate('agents', address);
-      if (written.old_score !== written.new_score) events?.committed();
       return {
         address,
         previousScore: written.old_score,

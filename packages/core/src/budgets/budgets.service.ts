@@ -179,13 +179,20 @@ export function createBudgetsService({ db, clock, audit, events, budgetThreshold
 
     /**
      * First set needs dailyLimit and monthlyLimit (perTxLimit defaults to dailyLimit);
-     * later sets change any subset and keep what has been spent and held.
+     * later sets change any subset and keep what has been spent and held. `executor` and
+     * `afterCommit` as for `spend`.
      */
-    async set(actor: Actor, address: string, input: SetBudgetInput): Promise<Budget> {
-      await requireRegistered(db, address);
+    async set(
+      actor: Actor,
+      address: string,
+      input: SetBudgetInput,
+      executor: Kysely<DB> = db,
+      afterCommit: (effect: () => void) => void = (effect) => effect(),
+    ): Promise<Budget> {
+      await requireRegistered(executor, address);
       const now = clock();
       const key = keyOf(actor, address, input.asset);
-      const row = await db.transaction().execute(async (trx) => {
+      const run = async (trx: Kysely<DB>) => {
         let row = await repo.updateLimits(trx, key, input, now);
         if (!row) {
           const missing = (['dailyLimit', 'monthlyLimit'] as const).filter((k) => input[k] === undefined);
@@ -223,9 +230,10 @@ export function createBudgetsService({ db, clock, audit, events, budgetThreshold
           now,
         );
         return row;
-      });
+      };
+      const row = executor.isTransaction ? await run(executor) : await db.transaction().execute(run);
       // Read your own write: the next check in this process sees the new limits.
-      cache?.invalidate('budgets', address);
+      afterCommit(() => cache?.invalidate('budgets', address));
       return toBudget(row, now);
     },
 

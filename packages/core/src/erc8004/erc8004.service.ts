@@ -599,10 +599,10 @@ export function createErc8004Service({ db, clock, audit, chain, options, onAgent
       }
     },
 
-    /** The ERC-8004 identity the address stands for on the indexed chain, or null. */
-    async identityOf(address: string): Promise<Identity | null> {
-      const cursors = await repo.currentCursors(db, [options.identityRegistry]);
-      const row = (await identities([address], cursors[0]?.chain_id ?? null)).get(address);
+    /** The ERC-8004 identity the address stands for on the indexed chain, or null; read in `executor`'s transaction when given. */
+    async identityOf(address: string, executor: Kysely<DB> = db): Promise<Identity | null> {
+      const cursors = await repo.currentCursors(executor, [options.identityRegistry]);
+      const row = (await identities([address], cursors[0]?.chain_id ?? null, executor)).get(address);
       return row ? toIdentity(row) : null;
     },
 
