@@ -264,6 +264,25 @@ describe('the OpenAPI document', () => {
     expect(capture['409'].description).toMatch(/^AUTHORIZATION_NOT_HELD, IDEMPOTENCY_IN_PROGRESS: /);
   });
 
+  it('states the formats and bounds the server enforces: addresses, amounts, a list’s limit and score filters', () => {
+    const param = (path: string, name: string) =>
+      (doc.paths[path].get.parameters as Json[]).find((p) => p.name === name)?.schema;
+    const body = (path: string) => doc.paths[path].post.requestBody.content['application/json'].schema.properties;
+    expect(param('/api/agents/{address}', 'address')).toMatchObject({ type: 'string', pattern: '^0x[0-9a-fA-F]{40}$' });
+    expect(body('/api/agents/register').address).toMatchObject({ pattern: '^0x[0-9a-fA-F]{40}$' });
+    expect(body('/api/budgets/{address}/spend').amount).toMatchObject({
+      type: 'string',
+      pattern: '^(0|[1-9][0-9]*)$',
+      maxLength: 78,
+    });
+    expect(body('/api/transactions/record').amount).toMatchObject({ pattern: '^(0|[1-9][0-9]*)$' });
+    for (const path of ['/api/agents', '/api/scores/agents']) {
+      expect(param(path, 'limit')).toMatchObject({ type: 'integer', minimum: 1, maximum: 1000, default: 100 });
+      expect(param(path, 'minScore')).toMatchObject({ type: 'integer', minimum: 0, maximum: 1000 });
+      expect(param(path, 'maxScore')).toMatchObject({ type: 'integer', minimum: 0, maximum: 1000 });
+    }
+  });
+
   it('gives an organization’s creation the 409 it answers', () => {
     const conflict = doc.paths['/api/organizations'].post.responses['409'].content['application/json'].example;
     expect(conflict.error.code).toBe('ORGANIZATION_EXISTS');

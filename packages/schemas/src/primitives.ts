@@ -29,14 +29,13 @@ export function parseAmount(input: string): bigint | null {
   return value <= MAX_UINT256 ? value : null;
 }
 
+// The format as a regex, so that the OpenAPI document states it as the `pattern`; the checksum
+// (which no pattern can express) is only checked of a value in that format.
 export const address = z
   .string()
-  .superRefine((value, ctx) => {
-    if (!ADDRESS_RE.test(value)) {
-      ctx.addIssue({ code: 'custom', message: 'must be 0x followed by 40 hex characters' });
-    } else if (normalizeAddress(value) === null) {
-      ctx.addIssue({ code: 'custom', message: 'mixed-case address fails its EIP-55 checksum' });
-    }
+  .regex(ADDRESS_RE, 'must be 0x followed by 40 hex characters')
+  .refine((value) => !ADDRESS_RE.test(value) || normalizeAddress(value) !== null, {
+    message: 'mixed-case address fails its EIP-55 checksum',
   })
   .transform((value) => value.toLowerCase())
   .meta({
@@ -44,11 +43,18 @@ export const address = z
     example: '0x52908400098527886e0f7030069857d2e4169ee7',
   });
 
-/** A decimal integer string 0 … 2^256−1 (wei). */
+const AMOUNT_MESSAGE = 'must be a decimal integer string from 0 to 2^256-1 without sign, spaces or leading zeros';
+
+/**
+ * A decimal integer string 0 … 2^256−1 (wei). The format and the length are stated as checks the
+ * OpenAPI document shows (`pattern`, `maxLength`); the bound within 78 digits only by the refinement.
+ */
 export const amount = z
   .string()
-  .refine((value) => parseAmount(value) !== null, {
-    message: 'must be a decimal integer string from 0 to 2^256-1 without sign, spaces or leading zeros',
+  .max(78, AMOUNT_MESSAGE)
+  .regex(AMOUNT_RE, AMOUNT_MESSAGE)
+  .refine((value) => value.length > 78 || !AMOUNT_RE.test(value) || parseAmount(value) !== null, {
+    message: AMOUNT_MESSAGE,
   })
   .meta({ description: 'Decimal integer string in base units (wei), 0 … 2^256−1', example: '1000000000000000000' });
 
@@ -90,7 +96,9 @@ export const queryInteger = (min: number, max: number) =>
   z
     .string()
     .regex(/^\d{1,15}$/, 'expected a whole number')
-    .pipe(z.coerce.number<string>().int().min(min).max(max));
+    .pipe(z.coerce.number<string>().int().min(min).max(max))
+    // The OpenAPI document describes the text by what it must hold: a whole number and its bounds.
+    .meta({ type: 'integer', minimum: min, maximum: max });
 
 /** Integer unix seconds in a query string. */
 export const queryUnixSeconds = queryInteger(0, MAX_UNIX_SECONDS);
