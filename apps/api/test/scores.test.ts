@@ -7,8 +7,12 @@ import {
   randomAddress,
   recordTx,
   type TestContext,
+  withoutSanctionsList,
 } from '@vouch/testkit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+
+// On the bundled OFAC list (the ETH list).
+const LISTED = '0x098b716b8aaf21512996dc57eb0615e2383e2f96';
 
 let t: TestContext;
 beforeAll(async () => {
@@ -93,6 +97,19 @@ describe('GET /api/scores/:address', () => {
     expect(data.factors.budgetCompliance).toEqual({ value: 0.25, weight: 0.15, contribution: 38 });
     // Nothing known yet besides spends: no volume, no transactions, age 0 → 0.
     expect(data.score).toBe(0);
+  });
+
+  it('counts in budgetCompliance only the spends judged against the budget, not those the sanctions screen refused', async () => {
+    const agent = await createAgentWithBudget(t.app, { dailyLimit: '10', monthlyLimit: '1000' });
+    const reason = async (body: Record<string, unknown>) =>
+      (await post(t.app, `/api/budgets/${agent}/spend`, body)).json().error?.details?.reason ?? null;
+    expect(await reason({ amount: '10' })).toBeNull();
+    expect(await reason({ amount: '10' })).toBe('DAILY_LIMIT');
+    // Neither says whether the amount was within the budget: the screen refused it before any limit was looked at.
+    expect(await reason({ amount: '1', counterparty: LISTED })).toBe('COUNTERPARTY_SANCTIONED');
+    expect(await withoutSanctionsList(t.database.db, () => reason({ amount: '1' }))).toBe('SANCTIONS_LIST_UNAVAILABLE');
+    const data = (await get(t.app, `/api/scores/${agent}`)).json().data;
+    expect(data.factors.budgetCompliance).toEqual({ value: 0.5, weight: 0.15, contribution: 75 });
   });
 
   it('404s for an unknown agent', async () => {

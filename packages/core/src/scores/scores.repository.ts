@@ -1,4 +1,5 @@
 import { type DB, type Kysely, sql } from '@vouch/db';
+import { paymentScreening } from '@vouch/schemas';
 import { agentEventCtes } from '../events/events.repository.ts';
 import { sanctionedSql } from '../sanctions/sanctions.repository.ts';
 import { nativeAmount } from '../transactions/transactions.repository.ts';
@@ -23,6 +24,9 @@ export interface ModelRow {
 
 /** Batches up to this size are a small part of the table: their statements look agents up by key. */
 export const KEY_LOOKUP_BATCH_MAX = 1000;
+
+/** The reasons the sanctions screen refuses a payment for, before its amount meets any limit. */
+const screeningRefusals: string[] = paymentScreening.unwrap().options;
 
 /**
  * For the rest of the transaction, plans the statements below as lookups by key when the
@@ -70,10 +74,14 @@ export async function modelInputs(
     ) t ON t.agent = a.address
     LEFT JOIN (
       -- The owner organization's spends only: the score is everyone's, and only its owner shapes
-      -- it (docs/tenancy.md); another organization's refused spends would lower it for all.
+      -- it (docs/tenancy.md); another organization's refused spends would lower it for all. And
+      -- only those judged against the budget: one the sanctions screen refused was refused before
+      -- any limit was looked at (with no list active, every one is), whatever its amount.
       SELECT sp.agent, count(*)::int AS spend_attempts, (count(*) FILTER (WHERE sp.accepted))::int AS spends_within
       FROM spends sp JOIN agents o ON o.address = sp.agent AND o.organization_id = sp.organization_id
-      WHERE sp.agent = ANY(${addresses}::text[]) AND sp.created_at >= ${since} GROUP BY sp.agent
+      WHERE sp.agent = ANY(${addresses}::text[]) AND sp.created_at >= ${since}
+        AND (sp.accepted OR sp.reason <> ALL(${screeningRefusals}::text[]))
+      GROUP BY sp.agent
     ) s ON s.agent = a.address
     WHERE a.address = ANY(${addresses}::text[])`.execute(db);
   return result.rows;
