@@ -264,7 +264,7 @@ describe('the OpenAPI document', () => {
     expect(capture['409'].description).toMatch(/^AUTHORIZATION_NOT_HELD, IDEMPOTENCY_IN_PROGRESS: /);
   });
 
-  it('states the formats and bounds the server enforces: addresses, amounts, a list’s limit and score filters', () => {
+  it('states the formats and bounds the server enforces: addresses, amounts, asset ids, a list’s limit and score filters', () => {
     const param = (path: string, name: string) =>
       (doc.paths[path].get.parameters as Json[]).find((p) => p.name === name)?.schema;
     const body = (path: string) => doc.paths[path].post.requestBody.content['application/json'].schema.properties;
@@ -276,6 +276,11 @@ describe('the OpenAPI document', () => {
       maxLength: 78,
     });
     expect(body('/api/transactions/record').amount).toMatchObject({ pattern: '^(0|[1-9][0-9]*)$' });
+    // A CAIP-19 id, or '' for the default unit.
+    const assetPattern = new RegExp(body('/api/budgets/{address}/spend').asset.pattern);
+    for (const id of ['', 'eip155:8453/erc20:0x833589fcd6edb6e08f4c7c32d4f71b54bda02913'])
+      expect(id).toMatch(assetPattern);
+    for (const id of ['usdc', 'eip155:8453']) expect(id).not.toMatch(assetPattern);
     for (const path of ['/api/agents', '/api/scores/agents']) {
       expect(param(path, 'limit')).toMatchObject({ type: 'integer', minimum: 1, maximum: 1000, default: 100 });
       expect(param(path, 'minScore')).toMatchObject({ type: 'integer', minimum: 0, maximum: 1000 });

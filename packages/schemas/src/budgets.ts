@@ -13,9 +13,11 @@ const CAIP19 = /^[-a-z0-9]{3,8}:[-_a-zA-Z0-9]{1,32}\/[-a-z0-9]{3,8}:[-.%a-zA-Z0-
 export const asset = z
   .string()
   .max(200)
-  .refine((value) => value === '' || CAIP19.test(value), {
-    message: 'must be a CAIP-19 asset id such as eip155:8453/erc20:0x833589fcd6edb6e08f4c7c32d4f71b54bda02913',
-  })
+  // A regex, so that the OpenAPI document states the format as the `pattern`.
+  .regex(
+    new RegExp(`^$|${CAIP19.source}`),
+    'must be a CAIP-19 asset id such as eip155:8453/erc20:0x833589fcd6edb6e08f4c7c32d4f71b54bda02913',
+  )
   .transform((value) => (value.startsWith('eip155:') ? value.toLowerCase() : value))
   .meta({
     description: 'CAIP-19 asset id; absent or empty: the default budget, in wei',
