@@ -7,6 +7,7 @@ import { type Actor, systemActor } from '../shared/actor.ts';
 import { type Clock, expiryAfter, toUnixSeconds } from '../shared/clock.ts';
 import { idFromCursor, page } from '../shared/cursor.ts';
 import { BudgetExceededError, BudgetNotSetError, DomainError } from '../shared/errors.ts';
+import { statusAt } from '../shared/lapse.ts';
 import { dayStart, monthStart } from './budgets.model.ts';
 import * as repo from './budgets.repository.ts';
 import type { BudgetsService } from './budgets.service.ts';
@@ -36,17 +37,13 @@ export class AuthorizationNotFoundError extends DomainError {
  * capture is told, before the sweep gives back what it reserved (`releasedAt` null until then).
  */
 export function toAuthorization(row: AuthorizationRow, now?: Date): Authorization {
-  const lapsed =
-    now !== undefined &&
-    (row.status === 'held' || row.status === 'pending_approval') &&
-    row.expires_at.getTime() <= now.getTime();
   return {
     authorizationId: String(row.id),
     agent: row.agent,
     asset: row.asset,
     amount: row.amount,
     captured: row.captured,
-    status: lapsed ? 'expired' : row.status,
+    status: now === undefined ? row.status : statusAt(row, repo.LAPSING_HOLD, now),
     counterparty: row.counterparty,
     metadata: row.metadata,
     expiresAt: toUnixSeconds(row.expires_at),

@@ -11,6 +11,7 @@ import { type AuditMeta, auditCtes } from '../audit/audit.repository.ts';
 import { type EventMeta, eventCtes } from '../events/events.repository.ts';
 import type { ScreeningRefusal } from '../sanctions/sanctions.model.ts';
 import { screeningRefusalSql } from '../sanctions/sanctions.repository.ts';
+import { statusAtSql } from '../shared/lapse.ts';
 
 type Executor = Kysely<DB>;
 
@@ -542,6 +543,9 @@ export function findAuthorizationState(db: Executor, organizationId: string, age
     .executeTakeFirst();
 }
 
+/** The statuses of a hold that end at its `expiresAt`. */
+export const LAPSING_HOLD = ['held', 'pending_approval'] as const;
+
 export function listAuthorizations(
   db: Executor,
   key: { organizationId: string; agent: string },
@@ -555,15 +559,7 @@ export function listAuthorizations(
     .where('organization_id', '=', key.organizationId)
     .where('agent', '=', key.agent);
   // By the status a hold reads as at `now` (toAuthorization): one past its time is expired, swept or not.
-  const lapsing = ['held', 'pending_approval'] as const;
-  const status = filter.status;
-  if (status === 'expired')
-    query = query.where((w) =>
-      w.or([w('status', '=', 'expired'), w.and([w('status', 'in', lapsing), w('expires_at', '<=', filter.now)])]),
-    );
-  else if (status === 'held' || status === 'pending_approval')
-    query = query.where('status', '=', status).where('expires_at', '>', filter.now);
-  else if (status) query = query.where('status', '=', status);
+  if (filter.status) query = query.where(statusAtSql(filter.status, LAPSING_HOLD, filter.now));
   if (filter.beforeId) query = query.where('authorizations.id', '<', filter.beforeId);
   return query
     .orderBy('authorizations.id', 'desc')

@@ -9,6 +9,7 @@ import { type Actor, systemActor } from '../shared/actor.ts';
 import { type Clock, expiryAfter, toUnixSeconds } from '../shared/clock.ts';
 import { idFromCursor, page } from '../shared/cursor.ts';
 import { DomainError, ForbiddenError } from '../shared/errors.ts';
+import { statusAt } from '../shared/lapse.ts';
 import * as repo from './decisions.repository.ts';
 
 export interface ApprovalsDeps {
@@ -36,7 +37,7 @@ export class ApprovalNotFoundError extends DomainError {
 export function toApproval(row: ApprovalRow, now?: Date): Approval {
   return {
     approvalId: String(row.id),
-    status: now !== undefined && lapsed(row, now) ? 'expired' : row.status,
+    status: now === undefined ? row.status : statusAt(row, repo.LAPSING_APPROVAL, now),
     decisionId: String(row.decision_id),
     agent: row.agent,
     amount: row.amount,
@@ -53,10 +54,6 @@ export function toApproval(row: ApprovalRow, now?: Date): Approval {
     createdAt: toUnixSeconds(row.created_at),
   };
 }
-
-/** A pending review or an unredeemed grant whose time has passed: expired, swept or not. */
-const lapsed = (row: ApprovalRow, now: Date) =>
-  (row.status === 'pending' || row.status === 'approved') && row.expires_at.getTime() <= now.getTime();
 
 /** What an approval is for, as its events carry it. */
 const bound = (row: ApprovalRow) => ({

@@ -1,6 +1,11 @@
 import { type ApprovalRow, type DB, type DecisionRow, type Kysely, runPrepared, sql } from '@vouch/db';
 
+import { statusAtSql } from '../shared/lapse.ts';
+
 type Executor = Kysely<DB>;
+
+/** The statuses of an approval that end at its `expiresAt`: a pending review, an unredeemed grant. */
+export const LAPSING_APPROVAL = ['pending', 'approved'] as const;
 
 export interface NewDecision {
   id: string;
@@ -281,15 +286,7 @@ export function listApprovals(
     .select(approvalColumns)
     .where('organization_id', '=', organizationId);
   // By the status an approval reads as at `now` (toApproval): one past its time is expired, swept or not.
-  const lapsing = ['pending', 'approved'] as const;
-  const status = filter.status;
-  if (status === 'expired')
-    query = query.where((w) =>
-      w.or([w('status', '=', 'expired'), w.and([w('status', 'in', lapsing), w('expires_at', '<=', filter.now)])]),
-    );
-  else if (status === 'pending' || status === 'approved')
-    query = query.where('status', '=', status).where('expires_at', '>', filter.now);
-  else if (status) query = query.where('status', '=', status);
+  if (filter.status) query = query.where(statusAtSql(filter.status, LAPSING_APPROVAL, filter.now));
   if (filter.agent) query = query.where('agent', '=', filter.agent);
   if (filter.beforeId) query = query.where('approvals.id', '<', filter.beforeId);
   return query
