@@ -114,6 +114,27 @@ describe('loadConfig', () => {
     ]).toEqual([100, 12, 3000, 10_000]);
   });
 
+  it('counts empty text and choice settings as unset too', () => {
+    // `HOST=` copied from .env.example listened on every interface (Node takes an empty host
+    // for all of them), and `NODE_ENV=` or `LOG_LEVEL=` stopped the start.
+    const config = loadConfig({
+      HOST: '',
+      DATA_DIR: ' ',
+      BULLMQ_PREFIX: '',
+      NODE_ENV: '',
+      LOG_LEVEL: '',
+      VOUCH_ROLE: '',
+    });
+    expect(config).toMatchObject({
+      HOST: '127.0.0.1',
+      DATA_DIR: './.data',
+      BULLMQ_PREFIX: 'vouch',
+      NODE_ENV: 'development',
+      LOG_LEVEL: 'info',
+      VOUCH_ROLE: 'all',
+    });
+  });
+
   it('refuses a time a timer cannot hold, and a Redis URL that is not one, naming the variable', () => {
     expect(problem({ IDEMPOTENCY_PURGE_INTERVAL_MS: String(30 * 86_400_000) })).toMatch(
       /IDEMPOTENCY_PURGE_INTERVAL_MS: /,

@@ -35,6 +35,11 @@ const onOff = (fallback: 'on' | 'off') =>
   optionalString.pipe(z.enum(['on', 'off']).default(fallback)).transform((v) => v === 'on');
 const trueFalse = (fallback: 'true' | 'false') =>
   optionalString.pipe(z.enum(['true', 'false']).default(fallback)).transform((v) => v === 'true');
+/** One of `values`; empty counts as unset (its default), not as a value refused. */
+const choice = <const T extends readonly [string, ...string[]]>(values: T, fallback: T[number]) =>
+  optionalString.pipe(z.enum(values).default(fallback));
+/** A text setting; empty counts as unset: `HOST=` would otherwise listen on every interface. */
+const text = (fallback: string) => optionalString.pipe(z.string().default(fallback));
 /** Unset falls back to another setting (`null` here, resolved by the reader). */
 const optionalPositiveInt = optionalString
   .transform((v) => (v === undefined ? undefined : Number(v)))
@@ -76,15 +81,15 @@ const queueList = optionalString.superRefine((value, ctx) => {
 
 /** Process and storage settings every role shares. */
 const processEnv = {
-  NODE_ENV: z.enum(['development', 'production', 'test']).default('development'),
-  LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+  NODE_ENV: choice(['development', 'production', 'test'], 'development'),
+  LOG_LEVEL: choice(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'], 'info'),
   /** Deadline for a graceful stop of any process (API requests in flight, worker jobs running). */
   SHUTDOWN_TIMEOUT_MS: positiveInt(10_000),
 };
 
 const databaseEnv = {
   DATABASE_URL: optionalString,
-  DATA_DIR: z.string().default('./.data'),
+  DATA_DIR: text('./.data'),
   DB_POOL_MAX: positiveInt(10),
   DB_CONNECTION_TIMEOUT_MS: positiveInt(1000),
   /** A statement PostgreSQL runs longer than this is cancelled by the server. */
@@ -186,7 +191,7 @@ const jobsEnv = {
         message: 'must be a redis:// or rediss:// URL with a host (and a database number)',
       });
   }),
-  BULLMQ_PREFIX: z.string().default('vouch'),
+  BULLMQ_PREFIX: text('vouch'),
   /** How long a request waits for its job before answering 202 with the job id. */
   JOB_WAIT_TIMEOUT_MS: positiveInt(10_000),
   /**
@@ -272,7 +277,7 @@ const eventsEnv = {
 /** The HTTP API and its edge (auth, limits, CORS); docs/edge.md. */
 const apiEnv = {
   PORT: numberSetting(z.number().int().min(0).max(65535).default(3000)),
-  HOST: z.string().default('127.0.0.1'),
+  HOST: text('127.0.0.1'),
   TRUST_PROXY: trustProxy,
   BODY_LIMIT_BYTES: positiveInt(1024 * 1024),
   /** A request (headers and body) must arrive within this long, or it is answered 408 and closed. */
@@ -280,7 +285,7 @@ const apiEnv = {
   /** A connection with no traffic for this long is closed. */
   HTTP_CONNECTION_TIMEOUT_MS: positiveInt(120_000),
   /** `all` (npm start): with REDIS_URL also runs a worker in this process; `api`: the API alone. */
-  VOUCH_ROLE: z.enum(['all', 'api']).default('all'),
+  VOUCH_ROLE: choice(['all', 'api'], 'all'),
   /** Keep scores and budget rows in a per-process cache invalidated by database notifications. */
   CACHE_READS: onOff('on'),
   /** Write the answers finished in one event-loop turn together (docs/edge.md). */
