@@ -1,11 +1,20 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import {
   dropPrefix,
   type EmbeddedApi,
+  freePort,
+  kill,
+  logLines,
   redisAvailable,
   type Spawned,
+  sleep,
+  spawnCommand,
   startEmbeddedApi,
   TEST_REDIS_URL,
   testPrefix,
+  waitForHttp,
 } from '@vouch/testkit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
@@ -51,6 +60,43 @@ describe('embedded server (PGlite) as a process', () => {
     server.child.kill('SIGTERM');
     expect(await server.exited).toBe(0);
   });
+});
+
+// `docker stop` sends SIGTERM to the container's first process only: npm, for the image's
+// `npm start` and compose's `npm run start:api` and `start:worker`. npm passes it to the shell
+// that runs the script, which must hand it to the server, not die and leave it running.
+describe('npm start as a container runs it', () => {
+  it('drains and stops the server when npm gets SIGTERM', async () => {
+    const dataDir = mkdtempSync(join(tmpdir(), 'vouch-npm-start-'));
+    const port = await freePort();
+    const base = `http://127.0.0.1:${port}`;
+    const env = { ...process.env, PORT: String(port), DATA_DIR: dataDir, DATABASE_URL: '', REDIS_URL: '' };
+    const npm = spawnCommand('npm', ['start'], { ...env, LOG_LEVEL: 'info' });
+    let serverPid: number | undefined;
+    try {
+      await waitForHttp(`${base}/health`, npm, 90_000);
+      serverPid = logLines(npm).find((line) => typeof line.pid === 'number')?.pid as number | undefined;
+      expect(serverPid).not.toBe(npm.child.pid);
+      // Its output ends when the server's does (the server writes to npm's pipes).
+      const closed = new Promise((resolve) => npm.child.once('close', resolve));
+      npm.child.kill('SIGTERM');
+      await Promise.race([closed, sleep(20_000)]);
+      expect(logLines(npm).map((line) => line.msg)).toContain('stopped');
+      expect(await npm.exited).toBe(0);
+      await expect(fetch(`${base}/health`)).rejects.toThrow();
+    } finally {
+      // A server left running by npm's end is this test's to end.
+      if (serverPid) {
+        try {
+          process.kill(serverPid, 'SIGKILL');
+        } catch {
+          // gone already
+        }
+      }
+      await kill(npm);
+      rmSync(dataDir, { recursive: true, force: true });
+    }
+  }, 120_000);
 });
 
 // `npm start` with REDIS_URL: the API and a worker in one process, jobs on BullMQ.
