@@ -7,6 +7,7 @@ import {
   loadConfig,
   queueConcurrency,
   queueNames,
+  SHUTDOWN_GRACE_MS,
   scoreTransactions,
   secretBits,
   workerQueues,
@@ -140,6 +141,11 @@ describe('loadConfig', () => {
       /IDEMPOTENCY_PURGE_INTERVAL_MS: /,
     );
     expect(problem({ SHUTDOWN_TIMEOUT_MS: '1e12' })).toMatch(/SHUTDOWN_TIMEOUT_MS: /);
+    // The signal handler's deadline is a second past it, and a timer past 2^31 − 1 ms fires at
+    // once: SHUTDOWN_TIMEOUT_MS=2147483647 exited 1 on SIGTERM without draining anything.
+    expect(problem({ SHUTDOWN_TIMEOUT_MS: '2147483647' })).toMatch(/^invalid configuration: SHUTDOWN_TIMEOUT_MS: /);
+    const longest = loadConfig({ SHUTDOWN_TIMEOUT_MS: '2147482647' }).SHUTDOWN_TIMEOUT_MS;
+    expect(longest + SHUTDOWN_GRACE_MS).toBeLessThanOrEqual(2_147_483_647);
     expect(loadConfig({ JOB_WAIT_TIMEOUT_MS: '2147483647' }).JOB_WAIT_TIMEOUT_MS).toBe(2_147_483_647);
     // A duration that is no timer's: up to its own bound (an approval waits up to 30 days, as a hold lasts).
     expect(loadConfig({ APPROVAL_TTL_MS: String(30 * 86_400_000) }).APPROVAL_TTL_MS).toBe(2_592_000_000);

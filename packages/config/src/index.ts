@@ -79,12 +79,18 @@ const queueList = optionalString.superRefine((value, ctx) => {
     ctx.addIssue({ code: 'custom', message: `unknown queues ${unknown.join(', ')} (known: ${queueNames.join(', ')})` });
 });
 
+/** A process still stopping this long past SHUTDOWN_TIMEOUT_MS exits anyway (startup.ts). */
+export const SHUTDOWN_GRACE_MS = 1000;
+
 /** Process and storage settings every role shares. */
 const processEnv = {
   NODE_ENV: choice(['development', 'production', 'test'], 'development'),
   LOG_LEVEL: choice(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'], 'info'),
-  /** Deadline for a graceful stop of any process (API requests in flight, worker jobs running). */
-  SHUTDOWN_TIMEOUT_MS: positiveInt(10_000),
+  /**
+   * Deadline for a graceful stop of any process (API requests in flight, worker jobs running);
+   * with the grace after it, still a time a timer holds (a longer one fires at once).
+   */
+  SHUTDOWN_TIMEOUT_MS: positiveInt(10_000, MAX_SETTING - SHUTDOWN_GRACE_MS),
 };
 
 const databaseEnv = {

@@ -1,4 +1,4 @@
-import { ConfigError } from '@vouch/config';
+import { ConfigError, SHUTDOWN_GRACE_MS } from '@vouch/config';
 import type { Runtime } from './runtime.ts';
 
 /**
@@ -32,7 +32,7 @@ export function stopOnSignals(runtime: Runtime, server?: { close(): Promise<unkn
     const deadline = setTimeout(() => {
       logger.error('shutdown deadline passed; exiting');
       process.exit(1);
-    }, config.SHUTDOWN_TIMEOUT_MS + 1000);
+    }, config.SHUTDOWN_TIMEOUT_MS + SHUTDOWN_GRACE_MS);
     deadline.unref();
     try {
       await server?.close();
