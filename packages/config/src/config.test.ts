@@ -266,6 +266,33 @@ describe('events and webhooks', () => {
   });
 });
 
+describe('DATABASE_URL', () => {
+  it('refuses a value that is no PostgreSQL URL, naming the variable and not the value', () => {
+    // Read by pg as a path under a made-up host: `localhost:5432/vouch` became the database
+    // "432/vouch" of the default host, `notaurl` the host "base"; a worker started on either.
+    for (const DATABASE_URL of [
+      'localhost:5432/vouch',
+      '127.0.0.1:5432/vouch',
+      'notaurl',
+      'postgres//user:secret@db/vouch',
+      'http://db:5432/vouch',
+    ]) {
+      const message = problem({ DATABASE_URL });
+      expect(message, DATABASE_URL).toMatch(/^invalid configuration: DATABASE_URL: must be a postgres:\/\//);
+      expect(message).not.toContain(DATABASE_URL);
+    }
+  });
+
+  it('accepts postgres:// and postgresql:// URLs, a socket directory included', () => {
+    for (const DATABASE_URL of [
+      'postgres://vouch:vouch@postgres:5432/vouch',
+      'postgresql://db.example/vouch?sslmode=require',
+      'postgres:///vouch?host=/var/run/postgresql',
+    ])
+      expect(loadConfig({ DATABASE_URL }).DATABASE_URL).toBe(DATABASE_URL);
+  });
+});
+
 describe('CHAIN_RPC_URL', () => {
   it('refuses a value viem cannot send a JSON-RPC request to, naming the variable', () => {
     // A host without its scheme, a WebSocket URL (read through viem's http transport), a typo:

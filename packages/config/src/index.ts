@@ -94,7 +94,15 @@ const processEnv = {
 };
 
 const databaseEnv = {
-  DATABASE_URL: optionalString,
+  /**
+   * A postgres:// or postgresql:// URL (a socket directory as `?host=`). pg reads anything else as
+   * a path under a made-up host: `localhost:5432/vouch` was the database "432/vouch".
+   */
+  DATABASE_URL: optionalString.superRefine((value, ctx) => {
+    if (value === undefined) return;
+    if (!/^postgres(ql)?:\/\//.test(value) || !URL.canParse(value))
+      ctx.addIssue({ code: 'custom', message: 'must be a postgres:// or postgresql:// URL' });
+  }),
   DATA_DIR: text('./.data'),
   DB_POOL_MAX: positiveInt(10),
   DB_CONNECTION_TIMEOUT_MS: positiveInt(1000),
