@@ -47,7 +47,7 @@ import pino, { type Logger } from 'pino';
  * - `all` (`npm start`): the API, and the jobs — in this process without Redis, or a BullMQ
  *   worker inside it with Redis;
  * - `api` (`npm run start:api`): the API; jobs go to Redis for worker processes;
- * - `worker` (`npm run start:worker`): BullMQ workers only (REDIS_URL required);
+ * - `worker` (`npm run start:worker`): BullMQ workers only (REDIS_URL and DATABASE_URL required);
  * - `cli`: a one-shot command (migrate, import); jobs, if any, run in this process.
  */
 export type Role = 'all' | 'api' | 'worker' | 'cli';
@@ -105,6 +105,13 @@ export async function createRuntime(config: Config, overrides: RuntimeOverrides 
       'invalid configuration: REDIS_URL: required by a worker process, which takes its jobs from Redis',
     );
   }
+  // Without it a worker would open an embedded database of its own, which nothing migrates, and
+  // fail every job it takes from the deployment's queues.
+  if (role === 'worker' && !config.DATABASE_URL && !overrides.database) {
+    throw new ConfigError(
+      "invalid configuration: DATABASE_URL: required by a worker process, which runs its jobs on the API's PostgreSQL",
+    );
+  }
   const logger =
     overrides.logger ??
     pino({
@@ -139,9 +146,6 @@ export async function createRuntime(config: Config, overrides: RuntimeOverrides 
       if (overrides.migrate ?? (config.MIGRATE_ON_START || database.driver === 'pglite')) {
         await migrateToLatest(database.db);
       }
-    }
-    if (role === 'worker' && database.driver === 'pglite') {
-      logger.warn('DATABASE_URL is unset: this worker uses its own embedded database, which the API cannot see');
     }
 
     // The transport is built before the processors it runs, which need the services, which need
