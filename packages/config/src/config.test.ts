@@ -266,6 +266,27 @@ describe('events and webhooks', () => {
   });
 });
 
+describe('CORS_ORIGINS', () => {
+  it('refuses an entry that is no origin a browser sends, naming the variable', () => {
+    // Compared as text with the Origin header (scheme, host and a port only when not the
+    // default): each of these allowed nothing, and a browser client was refused without a word.
+    for (const CORS_ORIGINS of [
+      'https://app.example.com/',
+      'https://app.example.com:443',
+      'https://App.example.com',
+      'app.example.com',
+      '*',
+      'https://a.example, https://b.example/app',
+    ])
+      expect(problem({ CORS_ORIGINS }), CORS_ORIGINS).toMatch(/^invalid configuration: CORS_ORIGINS: /);
+  });
+
+  it('accepts origins, with a port', () => {
+    const CORS_ORIGINS = 'https://app.example.com, http://localhost:5173,http://[::1]:8080';
+    expect(loadConfig({ CORS_ORIGINS }).CORS_ORIGINS).toBe(CORS_ORIGINS);
+  });
+});
+
 describe('DATABASE_URL', () => {
   it('refuses a value that is no PostgreSQL URL, naming the variable and not the value', () => {
     // Read by pg as a path under a made-up host: `localhost:5432/vouch` became the database

@@ -69,6 +69,23 @@ const trustProxy = optionalString.superRefine((value, ctx) => {
   }
 });
 
+/**
+ * Comma-separated origins, each written as a browser sends it in `Origin`, with which CORS compares
+ * it as text: `https://app.example.com/` (a trailing slash) or `*` allowed nothing, silently.
+ */
+const originList = optionalString.superRefine((value, ctx) => {
+  if (value === undefined) return;
+  const bad = value
+    .split(',')
+    .map((entry) => entry.trim())
+    .filter((entry) => entry && (!URL.canParse(entry) || new URL(entry).origin !== entry));
+  if (bad.length)
+    ctx.addIssue({
+      code: 'custom',
+      message: `${bad.map((entry) => `"${entry}"`).join(', ')}: not an origin as a browser sends it (scheme://host[:port], lowercase, no path or trailing slash)`,
+    });
+});
+
 const queueList = optionalString.superRefine((value, ctx) => {
   if (value === undefined) return;
   const unknown = value
@@ -320,7 +337,7 @@ const apiEnv = {
   /** Requests per minute shared by all the keys of one organization (an organization may have its own). */
   RATE_LIMIT_ORGANIZATION: positiveInt(1000),
   /** Comma-separated origins allowed by CORS; unset → no CORS headers (same-origin only). */
-  CORS_ORIGINS: optionalString,
+  CORS_ORIGINS: originList,
 };
 
 export const configSchema = z
