@@ -90,8 +90,10 @@ export async function startApi(
     HOST: '127.0.0.1',
     PORT: String(port),
     MIGRATE_ON_START: 'true',
-    // Recomputations (P5/P6) answer 200 when done instead of 202 after 10 s.
+    // Recomputations (P5/P6) answer 200 when done instead of 202 after 10 s; their connection
+    // stays open while they wait.
     JOB_WAIT_TIMEOUT_MS: '600000',
+    HTTP_CONNECTION_TIMEOUT_MS: '601000',
     RECOMPUTE_CHUNK_SIZE: String(productSettings.recomputeChunkSize),
     RATE_LIMIT: options.rateLimit,
     // Unset: the product's default (on); X-P2-uncoalesced turns it off.

@@ -43,6 +43,7 @@ describe.runIf(runnable)('two worker processes', () => {
         REDIS_URL: TEST_REDIS_URL,
         BULLMQ_PREFIX: prefix,
         JOB_WAIT_TIMEOUT_MS: '120000',
+        HTTP_CONNECTION_TIMEOUT_MS: '121000',
         RECOMPUTE_CHUNK_SIZE: '50',
       },
     });

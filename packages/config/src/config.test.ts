@@ -160,6 +160,24 @@ describe('loadConfig', () => {
   });
 });
 
+describe('a request waiting for its job', () => {
+  it('gets its answer before its idle connection is closed', () => {
+    // A connection without traffic for HTTP_CONNECTION_TIMEOUT_MS is closed, a request waiting
+    // for its job included: with JOB_WAIT_TIMEOUT_MS 3 s and the connection's 1 s, a batch got
+    // no answer at 1 s (the socket closed), neither its result nor the 202 with the job's id,
+    // while the job went on. The wait and the second it may take to settle must fit in it.
+    expect(problem({ JOB_WAIT_TIMEOUT_MS: '3000', HTTP_CONNECTION_TIMEOUT_MS: '1000' })).toMatch(
+      /^invalid configuration: JOB_WAIT_TIMEOUT_MS: .*HTTP_CONNECTION_TIMEOUT_MS/,
+    );
+    expect(problem({ JOB_WAIT_TIMEOUT_MS: '119001' })).toMatch(/JOB_WAIT_TIMEOUT_MS: /);
+    expect(() => checkApiConfig(loadConfig({ JOB_WAIT_TIMEOUT_MS: '119000' }))).not.toThrow();
+    // A worker serves no HTTP: the API's connections are not its concern.
+    expect(loadConfig({ JOB_WAIT_TIMEOUT_MS: '3000', HTTP_CONNECTION_TIMEOUT_MS: '1000' }).JOB_WAIT_TIMEOUT_MS).toBe(
+      3000,
+    );
+  });
+});
+
 describe('which transactions the score counts', () => {
   it('defaults to verified ones when a chain is configured and to all without one; an explicit value wins', () => {
     expect(scoreTransactions(loadConfig({}))).toBe('all');

@@ -409,6 +409,13 @@ export function checkApiConfig(config: Config): void {
       `invalid configuration: ADMIN_API_KEY: required when AUTH is on${why}; set it to a secret of at least 16 characters, or set AUTH=off explicitly`,
     );
   }
+  // A connection without traffic that long is closed, a request waiting for its job included: it
+  // would get neither its result nor the 202 with its job's id, while the job goes on.
+  if (config.JOB_WAIT_TIMEOUT_MS + JOB_WAIT_SETTLE_MS > config.HTTP_CONNECTION_TIMEOUT_MS) {
+    throw new ConfigError(
+      `invalid configuration: JOB_WAIT_TIMEOUT_MS: must be at least ${JOB_WAIT_SETTLE_MS} ms shorter than HTTP_CONNECTION_TIMEOUT_MS (${config.HTTP_CONNECTION_TIMEOUT_MS}), which closes a connection idle that long: a request waiting for its job would get no answer (got "${config.JOB_WAIT_TIMEOUT_MS}")`,
+    );
+  }
   if (config.NODE_ENV === 'production' && config.ADMIN_API_KEY) {
     const bits = secretBits(config.ADMIN_API_KEY);
     if (bits < MIN_ADMIN_KEY_BITS) {
@@ -418,6 +425,9 @@ export function checkApiConfig(config: Config): void {
     }
   }
 }
+
+/** A request's wait for its job may last this long past JOB_WAIT_TIMEOUT_MS (its state read; docs/jobs.md "Waiting"). */
+const JOB_WAIT_SETTLE_MS = 1000;
 
 /** What an admin key must be worth in production: as much as 32 random hex digits. */
 const MIN_ADMIN_KEY_BITS = 128;

@@ -49,7 +49,12 @@ export async function recomputeRig(opts: { agents: number; workers: number; env?
   const prefix = 'vouch-r';
   const producer = await createTestRuntime(database, {
     role: 'api',
-    env: { REDIS_URL: redis.url, BULLMQ_PREFIX: prefix, JOB_WAIT_TIMEOUT_MS: '600000' },
+    env: {
+      REDIS_URL: redis.url,
+      BULLMQ_PREFIX: prefix,
+      JOB_WAIT_TIMEOUT_MS: '600000',
+      HTTP_CONNECTION_TIMEOUT_MS: '601000',
+    },
   });
   const services = producer.services;
   await seedScoredAgents(database.db, opts.agents);
