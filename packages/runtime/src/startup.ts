@@ -7,13 +7,26 @@ import type { Runtime } from './runtime.ts';
  * message's first line.
  */
 export function exitOnStartupFailure(error: unknown, name: string, doing = 'could not start'): never {
-  if (error instanceof ConfigError) {
-    process.stderr.write(`${name}: ${error.message}\n`);
-  } else {
-    const message = error instanceof Error ? error.message || error.name : String(error);
-    process.stderr.write(`${name}: ${doing}: ${message.split('\n')[0]}\n`);
-  }
+  process.stderr.write(startupFailureLine(error, name, doing));
   process.exit(1);
+}
+
+/** The line exitOnStartupFailure prints. */
+export function startupFailureLine(error: unknown, name: string, doing = 'could not start'): string {
+  if (error instanceof ConfigError) return `${name}: ${error.message}\n`;
+  return `${name}: ${doing}: ${reason(error)}\n`;
+}
+
+/**
+ * An error's first line. A connection refused on every address of a name (`localhost` is `::1`
+ * and 127.0.0.1 in most containers) is an AggregateError without a message: its errors say why.
+ */
+function reason(error: unknown): string {
+  if (error instanceof AggregateError && !error.message && error.errors.length) {
+    return [...new Set(error.errors.map(reason))].join('; ');
+  }
+  const message = error instanceof Error ? error.message || error.name : String(error);
+  return message.split('\n')[0] as string;
 }
 
 /**
