@@ -284,6 +284,19 @@ describe('events and webhooks', () => {
   });
 });
 
+describe('HOST', () => {
+  it('refuses a value that is no address or host name to listen on, naming the variable', () => {
+    // Each stopped the API with `could not start: getaddrinfo ENOTFOUND <value>`, naming no setting.
+    for (const HOST of ['0.0.0.0:3000', 'http://127.0.0.1', '[::1]', 'api internal'])
+      expect(problem({ HOST }), HOST).toMatch(/^invalid configuration: HOST: /);
+  });
+
+  it('accepts IPv4 and IPv6 addresses and host names', () => {
+    for (const HOST of ['0.0.0.0', '127.0.0.1', '::', '::1', 'localhost', 'api.internal', 'vouch_api'])
+      expect(loadConfig({ HOST }).HOST).toBe(HOST);
+  });
+});
+
 describe('CORS_ORIGINS', () => {
   it('refuses an entry that is no origin a browser sends, naming the variable', () => {
     // Compared as text with the Origin header (scheme, host and a port only when not the

@@ -305,10 +305,16 @@ const eventsEnv = {
   WEBHOOKS_PER_ORGANIZATION: positiveInt(100, 10_000),
 };
 
+/** A host name: dot-separated labels of letters, digits, inner hyphens (and underscores, which /etc/hosts takes). */
+const HOST_NAME = /^(?=.{1,253}$)[a-z0-9_]([a-z0-9_-]{0,61}[a-z0-9_])?(\.[a-z0-9_]([a-z0-9_-]{0,61}[a-z0-9_])?)*$/i;
+
 /** The HTTP API and its edge (auth, limits, CORS); docs/edge.md. */
 const apiEnv = {
   PORT: numberSetting(z.number().int().min(0).max(65535).default(3000)),
-  HOST: text('127.0.0.1'),
+  /** An address (IPv6 without brackets) or a host name, without port or scheme: else listen fails naming no setting. */
+  HOST: text('127.0.0.1').refine((v) => isIP(v) !== 0 || HOST_NAME.test(v), {
+    message: 'must be an IP address (IPv6 without brackets) or a host name, without a port or a scheme',
+  }),
   TRUST_PROXY: trustProxy,
   BODY_LIMIT_BYTES: positiveInt(1024 * 1024),
   /** A request (headers and body) must arrive within this long, or it is answered 408 and closed. */
