@@ -253,6 +253,13 @@ describe('queue settings', () => {
     expect(workerQueues(loadConfig({ WORKER_QUEUES: 'checks, scores' }))).toEqual(['checks', 'scores']);
     expect(problem({ WORKER_QUEUES: 'checks,emails' })).toMatch(/WORKER_QUEUES: unknown queues emails/);
   });
+
+  it('runs one worker per queue named in WORKER_QUEUES, and refuses a list that names none', () => {
+    // `checks,checks` started two workers on checks, each at WORKER_CONCURRENCY_CHECKS: twice the
+    // jobs at once the setting allows. `,` started a worker process that takes no job.
+    expect(workerQueues(loadConfig({ WORKER_QUEUES: 'checks, scores,checks' }))).toEqual(['checks', 'scores']);
+    expect(problem({ WORKER_QUEUES: ',' })).toMatch(/^invalid configuration: WORKER_QUEUES: /);
+  });
 });
 
 describe('events and webhooks', () => {

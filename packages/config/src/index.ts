@@ -88,12 +88,15 @@ const originList = optionalString.superRefine((value, ctx) => {
 
 const queueList = optionalString.superRefine((value, ctx) => {
   if (value === undefined) return;
-  const unknown = value
+  const named = value
     .split(',')
     .map((q) => q.trim())
-    .filter((q) => q && !(queueNames as readonly string[]).includes(q));
+    .filter(Boolean);
+  const unknown = named.filter((q) => !(queueNames as readonly string[]).includes(q));
   if (unknown.length)
     ctx.addIssue({ code: 'custom', message: `unknown queues ${unknown.join(', ')} (known: ${queueNames.join(', ')})` });
+  // A worker process on no queue would take no job, silently.
+  else if (!named.length) ctx.addIssue({ code: 'custom', message: `names no queue (known: ${queueNames.join(', ')})` });
 });
 
 /** A process still stopping this long past SHUTDOWN_TIMEOUT_MS exits anyway (startup.ts). */
@@ -469,12 +472,13 @@ export function queueConcurrency(config: Config): Readonly<Record<QueueName, num
   };
 }
 
-/** The queues a worker process takes jobs from. */
+/** The queues a worker process takes jobs from, each once (a queue named twice would get two workers). */
 export function workerQueues(config: Config): QueueName[] {
   if (!config.WORKER_QUEUES) return [...queueNames];
-  return config.WORKER_QUEUES.split(',')
+  const named = config.WORKER_QUEUES.split(',')
     .map((q) => q.trim())
     .filter(Boolean) as QueueName[];
+  return [...new Set(named)];
 }
 
 /** The checks' settings in the shape the core services take. */
