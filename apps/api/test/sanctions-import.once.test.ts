@@ -68,8 +68,12 @@ describe.runIf(inject('testDbMode') === 'postgres')('npm run sanctions:import', 
     ['sanctions:import', ['test/fixtures/sdn_advanced_small.xml', '--froce']],
     ['sanctions:import', ['test/fixtures/sdn_advanced_small.xml', '--force=yes']],
     ['sanctions:restore', ['--froce']],
+    // A date without its --date (the file's own was taken), or a second file (never read).
+    ['sanctions:import', ['test/fixtures/sdn_advanced_small.xml', '2026-11-04', '--force']],
+    ['sanctions:import', ['test/fixtures/sdn_advanced_small.xml', 'test/fixtures/sdn_advanced_small.xml', '--force']],
+    ['sanctions:restore', ['now']],
   ])(
-    '%s refuses a mistyped option %j with the usage (exit 2), not a stack trace, changing nothing',
+    '%s refuses a mistyped option or a stray argument %j with the usage (exit 2), not a stack trace, changing nothing',
     async (script, args) => {
       const before = await active();
       const result = run(args, script);

@@ -17,6 +17,8 @@ const { values, positionals } = cliArgs('sanctions:import', USAGE, {
 });
 const file = positionals[0];
 if (!file || (values.date !== undefined && !isCalendarDate(values.date))) usageExit('sanctions:import', USAGE);
+// One file: a second one would not be read, and a date without its --date not taken.
+if (positionals.length > 1) usageExit('sanctions:import', USAGE, `unexpected argument '${positionals[1]}'`);
 
 try {
   const runtime = await createRuntime(loadConfig(), { role: 'cli', logger: pino({ level: 'warn' }), migrate: true });
