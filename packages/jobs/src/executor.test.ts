@@ -304,6 +304,27 @@ describe('the in-process runner', () => {
     await runner.close();
   });
 
+  it('keeps at most one run of a schedule waiting while its queue is busy, as a BullMQ job scheduler', async () => {
+    // BullMQ adds a schedule's next run when one starts; a timer that queued one every interval
+    // whatever happened piled up a run per interval behind a long one, all run back to back after it.
+    const held = gate();
+    let calls = 0;
+    const runner = runnerWith(async () => {
+      calls++;
+      if (calls === 1) await held.passed;
+      return screening;
+    });
+    await runner.every(jobs.sanctions, { address: ADDRESS }, 1000);
+    await vi.advanceTimersByTimeAsync(10_500);
+    expect((await runner.inspect()).checks.waiting).toBe(1);
+    held.release();
+    await vi.advanceTimersByTimeAsync(10);
+    expect(calls).toBe(2);
+    await vi.advanceTimersByTimeAsync(1000);
+    expect(calls).toBe(3);
+    await runner.close();
+  });
+
   it('fails after the last attempt with what the processor threw', async () => {
     const { runner, calls } = runnerFailing(() => true);
     const outcome = runner.run(jobs.sanctions, { address: ADDRESS });

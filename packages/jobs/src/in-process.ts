@@ -317,11 +317,21 @@ export function createInProcessRunner(options: InProcessOptions): JobRunner {
     },
 
     async every<J extends AnyJob>(job: J, payload: PayloadOf<J>, everyMs: number) {
+      // As a BullMQ job scheduler, which adds a schedule's next run when one starts: while a run
+      // still waits for its queue (busy with a long job), the interval adds none behind it.
+      let last: string | undefined;
+      const tick = () => {
+        if (closed || (last !== undefined && records.get(last)?.info.status === 'waiting')) return;
+        this.enqueue(job, payload).then(
+          ({ jobId }) => {
+            last = jobId;
+          },
+          () => {},
+        );
+      };
       // A BullMQ job scheduler with `every` runs its first job at once: so does this one.
-      if (!closed) this.enqueue(job, payload).catch(() => {});
-      const timer = setInterval(() => {
-        if (!closed) this.enqueue(job, payload).catch(() => {});
-      }, everyMs);
+      tick();
+      const timer = setInterval(tick, everyMs);
       timer.unref();
       timers.push(timer);
     },
