@@ -23,6 +23,8 @@ describe('R10 — frozen database connections', () => {
       CACHE_READS: 'off',
       DB_POOL_MAX: '4',
       DB_QUERY_TIMEOUT_MS: String(QUERY_TIMEOUT_MS),
+      // PostgreSQL ends a slow statement before the client gives up on it (packages/config).
+      DB_STATEMENT_TIMEOUT_MS: String(QUERY_TIMEOUT_MS / 2),
       MIGRATE_ON_START: 'true',
     });
   });

@@ -342,6 +342,21 @@ describe('DATABASE_URL', () => {
     }
   });
 
+  it('ends a slow statement on the server before the client gives up on it', () => {
+    // With statement_timeout 5 s and the client's 1 s, `SELECT pg_sleep(3)` failed in the client
+    // at 1 s (a 503) and was still running on the server, holding whatever it had locked.
+    const DATABASE_URL = 'postgres://vouch@db/vouch';
+    expect(problem({ DATABASE_URL, DB_STATEMENT_TIMEOUT_MS: '30000' })).toMatch(
+      /^invalid configuration: DB_STATEMENT_TIMEOUT_MS: .*DB_QUERY_TIMEOUT_MS/,
+    );
+    expect(problem({ DATABASE_URL, DB_STATEMENT_TIMEOUT_MS: '5000', DB_QUERY_TIMEOUT_MS: '5100' })).toMatch(
+      /DB_STATEMENT_TIMEOUT_MS: /,
+    );
+    expect(loadConfig({ DATABASE_URL, DB_STATEMENT_TIMEOUT_MS: '19750' }).DB_STATEMENT_TIMEOUT_MS).toBe(19_750);
+    // The embedded database has one connection and no server: its query timeout is the wait for it.
+    expect(loadConfig({ DB_STATEMENT_TIMEOUT_MS: '30000' }).DB_STATEMENT_TIMEOUT_MS).toBe(30_000);
+  });
+
   it('accepts postgres:// and postgresql:// URLs, a socket directory included', () => {
     for (const DATABASE_URL of [
       'postgres://vouch:vouch@postgres:5432/vouch',

@@ -349,6 +349,9 @@ const apiEnv = {
   CORS_ORIGINS: originList,
 };
 
+/** What PostgreSQL's cancel of a statement past its timeout may take to reach the client. */
+const STATEMENT_CANCEL_MS = 250;
+
 export const configSchema = z
   .object({
     ...processEnv,
@@ -367,6 +370,16 @@ export const configSchema = z
         code: 'custom',
         path: ['SCORE_TRANSACTIONS'],
         message: '"verified" needs CHAIN_RPC_URL (without a chain no transaction is verified)',
+      });
+    }
+    // A statement the client gives up on keeps running on the server, holding what it locked,
+    // after its request was answered 503: PostgreSQL must end a slow one first. PGlite has no
+    // server and takes neither as such.
+    if (config.DATABASE_URL && config.DB_STATEMENT_TIMEOUT_MS + STATEMENT_CANCEL_MS > config.DB_QUERY_TIMEOUT_MS) {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['DB_STATEMENT_TIMEOUT_MS'],
+        message: `must be at least ${STATEMENT_CANCEL_MS} ms shorter than DB_QUERY_TIMEOUT_MS (${config.DB_QUERY_TIMEOUT_MS}), after which the client gives up on a query while the server goes on with it`,
       });
     }
     if (config.ERC8004_SIGNER_KEY && !config.CHAIN_RPC_URL) {
