@@ -1,9 +1,13 @@
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import {
   allowPrivateTargets,
   authMode,
   ConfigError,
   checkApiConfig,
+  environment,
   loadConfig,
   queueConcurrency,
   queueNames,
@@ -383,5 +387,23 @@ describe('CHAIN_RPC_URL', () => {
       'https://user:pw@rpc.example:8443/path',
     ])
       expect(loadConfig({ CHAIN_RPC_URL }).CHAIN_RPC_URL).toBe(CHAIN_RPC_URL);
+  });
+});
+
+describe('environment', () => {
+  it('reads a .env file in the directory under the process environment, which wins; none is no error', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'vouch-env-'));
+    try {
+      expect(environment(dir, { PORT: '4000' })).toEqual({ PORT: '4000' });
+      writeFileSync(join(dir, '.env'), '# a comment\nPORT=3100\nHOST=0.0.0.0\nLOG_LEVEL="debug"\n');
+      expect(environment(dir, { PORT: '4000' })).toEqual({ PORT: '4000', HOST: '0.0.0.0', LOG_LEVEL: 'debug' });
+      const config = loadConfig(environment(dir, {}));
+      expect([config.PORT, config.HOST, config.LOG_LEVEL]).toEqual([3100, '0.0.0.0', 'debug']);
+      // A bad value in the file is refused as one in the environment is, naming the variable.
+      writeFileSync(join(dir, '.env'), 'PORT=eighty\n');
+      expect(() => loadConfig(environment(dir, {}))).toThrow(/PORT/);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });

@@ -1,10 +1,14 @@
+import { readFileSync } from 'node:fs';
 import { isIP } from 'node:net';
+import { join } from 'node:path';
+import { parseEnv } from 'node:util';
 import { z } from 'zod';
 
 /**
  * The one place the environment is read: every setting of every process (API, worker, CLIs),
- * its type and its single default. `loadConfig()` parses `process.env` once and returns a frozen
- * object; everything else takes that object. `.env.example` lists the same keys.
+ * its type and its single default. `loadConfig()` parses the environment (`environment()`: the
+ * process's, over a `.env` file where there is one) once and returns a frozen object; everything
+ * else takes that object. `.env.example` lists the same keys.
  */
 
 /** Every queue. Queue names never contain ':' or '-' (job ids are `<queue>-<uuid>`). */
@@ -400,8 +404,24 @@ export class ConfigError extends Error {
   override name = 'ConfigError';
 }
 
+/**
+ * The settings a process starts with: a `.env` file in `dir` (the working directory, where
+ * `.env.example` says to copy it), under the process's own environment, which wins where both
+ * name a key (a container's or a shell's setting is not overridden by a file left beside it).
+ */
+export function environment(dir = process.cwd(), env: NodeJS.ProcessEnv = process.env): NodeJS.ProcessEnv {
+  let text: string;
+  try {
+    text = readFileSync(join(dir, '.env'), 'utf8');
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return env;
+    throw new ConfigError(`invalid configuration: .env: cannot be read (${(error as Error).message})`);
+  }
+  return { ...parseEnv(text), ...env };
+}
+
 /** Parses the environment once; the result is frozen. */
-export function loadConfig(env: NodeJS.ProcessEnv | ConfigEnv = process.env): Config {
+export function loadConfig(env: NodeJS.ProcessEnv | ConfigEnv = environment()): Config {
   const result = configSchema.safeParse(env);
   if (!result.success) {
     const problems = result.error.issues.map((i) => {
