@@ -4,7 +4,7 @@ import { VerifyError } from '@x402/core/types';
 import { authorizationTypes } from '@x402/evm';
 import { getAddress } from 'viem';
 import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
 import { VouchClient, VouchRequestError, VouchUnavailableError } from './client.ts';
 import { createVouchHooks, type Logger, registerVouchFacilitatorHooks } from './hooks.ts';
 
@@ -298,6 +298,32 @@ describe('the hooks', () => {
         .map((l) => l.message)
         .sort(),
     ).toEqual(['hold captured', 'transaction recorded']);
+  });
+
+  it('after settlement: gives a capture up, logging it, once the hold would have expired', async () => {
+    let captures = 0;
+    script = (req) => {
+      if (req.url === '/api/decisions') return ok(allow);
+      if (req.url?.endsWith('/capture')) captures++;
+      return fail(503, 'SERVICE_UNAVAILABLE');
+    };
+    const { lines, logger } = recordingLogger();
+    const hooks = createVouchHooks({ url, logger, settledRetryMs: 5, record: false });
+    // Only the clock the deadline is read from moves: the hold (maxTimeoutSeconds 60 + 60 s) is past.
+    vi.useFakeTimers({ toFake: ['Date'] });
+    try {
+      await hooks.onAfterSettle({ ...ctx, result: { success: true, transaction: `0x${'ab'.repeat(32)}` } });
+      vi.setSystemTime(Date.now() + 121_000);
+      await hooks.idle();
+    } finally {
+      vi.useRealTimers();
+    }
+    expect(captures).toBe(2);
+    expect(lines.at(-1)).toEqual({
+      level: 'error',
+      message:
+        'settled, and Vouch did not answer before the hold would have expired: a call of the payment was never made',
+    });
   });
 
   it('after settlement: stops sending a capture again once Vouch refuses it', async () => {

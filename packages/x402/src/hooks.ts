@@ -59,6 +59,8 @@ export type Abort = { abort: true; reason: string; message: string };
 
 /** What became of a call after a settlement: taken (or refused for good), or to be sent again. */
 type Outcome = 'done' | 'unavailable';
+/** A call after a settlement still to be made: the hold's capture or the transaction's record. */
+type Owed = { call: 'capture' | 'record'; send: () => Promise<Outcome> };
 
 const TX_HASH = /^0x[0-9a-fA-F]{64}$/;
 
@@ -272,10 +274,11 @@ export function createVouchHooks(options: VouchHooksOptions, facilitatorSide = f
     }
     // The hold was made at or before this moment for `holdSeconds`: past that it cannot be captured.
     const deadline = Date.now() + payment.holdSeconds * 1000;
-    const owed: Array<() => Promise<Outcome>> = [];
-    if ((await capture(payment, amount, base)) === 'unavailable') owed.push(() => capture(payment, amount, base));
+    const owed: Owed[] = [];
+    const capturing = () => capture(payment, amount, base);
+    if ((await capturing()) === 'unavailable') owed.push({ call: 'capture', send: capturing });
     const recording = () => recordTransaction(payment, amount, ctx.result.transaction, base);
-    if (record && amount > 0n && (await recording()) === 'unavailable') owed.push(recording);
+    if (record && amount > 0n && (await recording()) === 'unavailable') owed.push({ call: 'record', send: recording });
     // The money has moved: what Vouch could not take now is sent again until it is taken or the
     // hold is gone (the same Idempotency-Key, so each is taken once), without holding up the answer.
     if (owed.length) later(retryUntil(owed, deadline, base));
@@ -340,19 +343,19 @@ export function createVouchHooks(options: VouchHooksOptions, facilitatorSide = f
   }
 
   /** Sends `owed` again, each until it is taken (or refused), while `deadline` has not passed. */
-  async function retryUntil(owed: Array<() => Promise<Outcome>>, deadline: number, base: Record<string, unknown>) {
+  async function retryUntil(owed: Owed[], deadline: number, base: Record<string, unknown>) {
     let wait = options.settledRetryMs ?? 1_000;
     while (owed.length) {
       if (Date.now() + wait >= deadline) {
         log.error(
-          { ...base, unsent: owed.length },
-          'settled, and Vouch did not answer until the hold expired: the budget does not show this payment',
+          { ...base, unsent: owed.map((o) => o.call) },
+          'settled, and Vouch did not answer before the hold would have expired: a call of the payment was never made',
         );
         return;
       }
       await new Promise((resolve) => setTimeout(resolve, wait).unref());
       wait = Math.min(wait * 2, 30_000);
-      for (const send of [...owed]) if ((await send()) === 'done') owed.splice(owed.indexOf(send), 1);
+      for (const o of [...owed]) if ((await o.send()) === 'done') owed.splice(owed.indexOf(o), 1);
     }
   }
 
