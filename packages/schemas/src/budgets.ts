@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { metadataObject } from './agents.ts';
-import { address, amount, pageLimit, positiveAmount, queryUnixSeconds, unixSeconds } from './primitives.ts';
+import { address, amount, pageLimit, positiveAmount, timeRangedQuery, unixSeconds } from './primitives.ts';
 
 /** CAIP-19: `<namespace>:<chain>/<asset namespace>:<asset reference>[/<token id>]`. */
 const CAIP19 = /^[-a-z0-9]{3,8}:[-_a-zA-Z0-9]{1,32}\/[-a-z0-9]{3,8}:[-.%a-zA-Z0-9]{1,128}(\/[-.%a-zA-Z0-9]{1,78})?$/;
@@ -240,19 +240,12 @@ export const spendEntry = z
 
 export const spendList = z.object({ spends: z.array(spendEntry), nextCursor: z.string().nullable() });
 
-export const listSpendsQuery = z
-  .strictObject({
-    limit: pageLimit(),
-    cursor: z.string().max(512).optional(),
-    status: z.enum(['accepted', 'refused']).optional(),
-    asset: asset.optional(),
-    from: queryUnixSeconds.optional().meta({ description: 'Unix seconds, inclusive' }),
-    to: queryUnixSeconds.optional().meta({ description: 'Unix seconds, exclusive' }),
-  })
-  .refine((q) => q.from === undefined || q.to === undefined || q.from < q.to, {
-    message: 'from must be before to',
-    path: ['from'],
-  });
+export const listSpendsQuery = timeRangedQuery({
+  limit: pageLimit(),
+  cursor: z.string().max(512).optional(),
+  status: z.enum(['accepted', 'refused']).optional(),
+  asset: asset.optional(),
+});
 export type ListSpendsQuery = z.infer<typeof listSpendsQuery>;
 
 export const spendParams = z.object({

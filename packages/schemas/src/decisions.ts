@@ -8,8 +8,8 @@ import {
   pageLimit,
   positiveAmount,
   queryInteger,
-  queryUnixSeconds,
   scoreValue,
+  timeRangedQuery,
   unixSeconds,
 } from './primitives.ts';
 
@@ -232,18 +232,11 @@ export const decision = z
 export type Decision = z.infer<typeof decision>;
 
 export const decisionList = z.object({ decisions: z.array(decision), nextCursor: z.string().nullable() });
-export const listDecisionsQuery = z
-  .strictObject({
-    limit: pageLimit(100, 50),
-    cursor: z.string().max(512).optional(),
-    decision: z.enum(['allow', 'deny', 'review']).optional(),
-    from: queryUnixSeconds.optional().meta({ description: 'Unix seconds, inclusive' }),
-    to: queryUnixSeconds.optional().meta({ description: 'Unix seconds, exclusive' }),
-  })
-  .refine((q) => q.from === undefined || q.to === undefined || q.from < q.to, {
-    message: 'from must be before to',
-    path: ['from'],
-  });
+export const listDecisionsQuery = timeRangedQuery({
+  limit: pageLimit(100, 50),
+  cursor: z.string().max(512).optional(),
+  decision: z.enum(['allow', 'deny', 'review']).optional(),
+});
 export type ListDecisionsQuery = z.infer<typeof listDecisionsQuery>;
 
 export const decisionParams = z.object({

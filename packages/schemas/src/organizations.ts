@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { address, pageLimit, queryUnixSeconds, unixSeconds } from './primitives.ts';
+import { address, pageLimit, timeRangedQuery, unixSeconds } from './primitives.ts';
 
 /** An organization's id: lowercase letters, digits, `_` and `-`, 1–64 characters. */
 export const organizationId = z
@@ -50,23 +50,16 @@ export const auditAction = z
   .max(64)
   .meta({ example: 'budget.set' });
 
-export const auditQuery = z
-  .strictObject({
-    limit: pageLimit(),
-    cursor: z.string().max(512).optional(),
-    action: auditAction.optional(),
-    target: address.optional().meta({ description: 'The agent the entry is about' }),
-    actorKeyId: z.string().min(1).max(64).optional(),
-    from: queryUnixSeconds.optional().meta({ description: 'Unix seconds, inclusive' }),
-    to: queryUnixSeconds.optional().meta({ description: 'Unix seconds, exclusive' }),
-    organizationId: organizationId
-      .optional()
-      .meta({ description: 'Another organization’s log (operator only); default: the caller’s' }),
-  })
-  .refine((q) => q.from === undefined || q.to === undefined || q.from < q.to, {
-    message: 'from must be before to',
-    path: ['from'],
-  });
+export const auditQuery = timeRangedQuery({
+  limit: pageLimit(),
+  cursor: z.string().max(512).optional(),
+  action: auditAction.optional(),
+  target: address.optional().meta({ description: 'The agent the entry is about' }),
+  actorKeyId: z.string().min(1).max(64).optional(),
+  organizationId: organizationId
+    .optional()
+    .meta({ description: 'Another organization’s log (operator only); default: the caller’s' }),
+});
 export type AuditQuery = z.infer<typeof auditQuery>;
 
 export const auditEntry = z

@@ -103,6 +103,30 @@ export const queryInteger = (min: number, max: number) =>
 /** Integer unix seconds in a query string. */
 export const queryUnixSeconds = queryInteger(0, MAX_UNIX_SECONDS);
 
+/**
+ * A list's query with a time filter besides `shape`: `from` (inclusive) and `to` (exclusive) in
+ * unix seconds, `from` before `to`; no other parameter.
+ */
+export function timeRangedQuery<S extends z.ZodRawShape>(shape: S) {
+  return z
+    .strictObject({
+      ...shape,
+      from: queryUnixSeconds.optional().meta({ description: 'Unix seconds, inclusive' }),
+      to: queryUnixSeconds.optional().meta({ description: 'Unix seconds, exclusive' }),
+    })
+    .refine(
+      (q) => {
+        // Its own two fields, whatever `shape` adds (the generic output does not name them).
+        const { from, to } = q as { from?: number; to?: number };
+        return from === undefined || to === undefined || from < to;
+      },
+      {
+        message: 'from must be before to',
+        path: ['from'],
+      },
+    );
+}
+
 /** A list's page size in a query string: 1 to `max`, `fallback` when absent. */
 export const pageLimit = (max = 1000, fallback = 100) => queryInteger(1, max).default(fallback);
 
