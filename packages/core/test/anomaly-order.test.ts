@@ -8,7 +8,7 @@ import {
   DEFAULT_ORGANIZATION,
 } from '@vouch/core';
 import type { Database } from '@vouch/db';
-import { createTestDatabase, randomAddress } from '@vouch/testkit';
+import { createScreenedDatabase, randomAddress } from '@vouch/testkit';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 
 // On the bundled ETH list.
@@ -17,8 +17,7 @@ let database: Database;
 const clock = { now: new Date('2026-11-20T12:00:00Z') };
 
 beforeAll(async () => {
-  database = await createTestDatabase();
-  await createSanctionsService({ db: database.db, clock: () => clock.now }).ensureBundled();
+  database = await createScreenedDatabase(() => clock.now);
 });
 afterAll(() => database.close());
 

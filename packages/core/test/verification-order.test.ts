@@ -1,7 +1,7 @@
 import { checksOptions, loadConfig } from '@vouch/config';
-import { type ChainReader, createSanctionsService, createVerificationService } from '@vouch/core';
+import { type ChainReader, createVerificationService } from '@vouch/core';
 import type { Database } from '@vouch/db';
-import { createTestDatabase, randomAddress } from '@vouch/testkit';
+import { createScreenedDatabase, randomAddress } from '@vouch/testkit';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 
 const DAY_MS = 86_400_000;
@@ -9,8 +9,7 @@ let database: Database;
 const clock = { now: new Date('2026-11-20T12:00:00Z') };
 
 beforeAll(async () => {
-  database = await createTestDatabase();
-  await createSanctionsService({ db: database.db, clock: () => clock.now }).ensureBundled();
+  database = await createScreenedDatabase(() => clock.now);
 });
 afterAll(() => database.close());
 

@@ -1,8 +1,8 @@
 import { checksOptions, loadConfig } from '@vouch/config';
-import { type ChainReader, createSanctionsService, createVerificationService } from '@vouch/core';
+import { type ChainReader, createVerificationService } from '@vouch/core';
 import type { Database, DB, Kysely } from '@vouch/db';
 import { sql } from '@vouch/db';
-import { createTestDatabase, randomAddress, randomTxHash } from '@vouch/testkit';
+import { createScreenedDatabase, randomAddress, randomTxHash } from '@vouch/testkit';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 
 // On the bundled lists: one on the ETH list, one only on the USDT list.
@@ -34,8 +34,7 @@ let snapshotId: string;
 const clock = { now: new Date('2026-11-20T12:00:00Z') };
 
 beforeAll(async () => {
-  database = await createTestDatabase();
-  await createSanctionsService({ db: database.db, clock: () => clock.now }).ensureBundled();
+  database = await createScreenedDatabase(() => clock.now);
   const active = await database.db
     .selectFrom('sanctions_snapshots')
     .select('id')

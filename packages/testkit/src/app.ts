@@ -1,6 +1,6 @@
 import { type App, type AppDeps, appDeps, buildApp } from '@vouch/api';
 import type { ConfigEnv } from '@vouch/config';
-import type { Clock, Services } from '@vouch/core';
+import { type Clock, createSanctionsService, type Services } from '@vouch/core';
 import type { Database } from '@vouch/db';
 import type { JobRunner, Processors } from '@vouch/jobs';
 import { createRuntime, loadConfig, type Role, type Runtime, type RuntimeOverrides } from '@vouch/runtime';
@@ -119,4 +119,14 @@ export function createTestRuntime(
     ...overrides,
     database,
   });
+}
+
+/**
+ * A test database with the bundled sanctions list active, for tests of one service on its own
+ * (without the app): screening reads it as the service under test does.
+ */
+export async function createScreenedDatabase(clock: Clock): Promise<Database> {
+  const database = await createTestDatabase();
+  await createSanctionsService({ db: database.db, clock }).ensureBundled();
+  return database;
 }
