@@ -13,6 +13,9 @@ import type { ScreeningRefusal } from '../sanctions/sanctions.model.ts';
 import { screeningRefusalSql } from '../sanctions/sanctions.repository.ts';
 import { statusAtSql } from '../shared/lapse.ts';
 
+/** The statuses of a hold that end at its `expiresAt` (the sweep marks them expired; reads see it at once). */
+export const LAPSING_HOLD = ['held', 'pending_approval'] as const;
+
 type Executor = Kysely<DB>;
 
 /** A budget and its agent's screening: why the sanctions screen refuses every payment of the agent (null: it passes). */
@@ -443,7 +446,7 @@ export async function organizationsWithDueHolds(db: Executor, now: Date): Promis
     .selectFrom('authorizations')
     .select('organization_id')
     .distinct()
-    .where('status', 'in', ['held', 'pending_approval'])
+    .where('status', 'in', LAPSING_HOLD)
     .where('expires_at', '<=', now)
     .execute();
   return rows.map((r) => r.organization_id);
@@ -466,7 +469,7 @@ export async function expireHolds(
   const result = await sql<AuthorizationRow>`
     WITH due AS (
       SELECT id FROM authorizations
-      WHERE organization_id = ${audit.organizationId} AND status IN ('held', 'pending_approval') AND expires_at <= ${now}
+      WHERE organization_id = ${audit.organizationId} AND status IN (${sql.join(LAPSING_HOLD)}) AND expires_at <= ${now}
       ORDER BY expires_at LIMIT ${limit}
       FOR UPDATE SKIP LOCKED
     ), a AS (
@@ -542,9 +545,6 @@ export function findAuthorizationState(db: Executor, organizationId: string, age
     .select(screeningRefusalSql(agent, sql.ref('authorizations.counterparty')).as('screening'))
     .executeTakeFirst();
 }
-
-/** The statuses of a hold that end at its `expiresAt`. */
-export const LAPSING_HOLD = ['held', 'pending_approval'] as const;
 
 export function listAuthorizations(
   db: Executor,

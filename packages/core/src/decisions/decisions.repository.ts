@@ -1,5 +1,6 @@
 import { type ApprovalRow, type DB, type DecisionRow, type Kysely, runPrepared, sql } from '@vouch/db';
 
+import { LAPSING_HOLD } from '../budgets/budgets.repository.ts';
 import { statusAtSql } from '../shared/lapse.ts';
 
 type Executor = Kysely<DB>;
@@ -154,7 +155,7 @@ export function findDecision(db: Executor, organizationId: string, id: string): 
  * A hold that still holds: held or waiting for its approval, and not past its time. One past it
  * is expired although the sweep may not have marked it yet, and can no longer be captured.
  */
-const openHold = (now: Date) => sql`status IN ('held', 'pending_approval') AND expires_at > ${now}`;
+const openHold = (now: Date) => sql`status IN (${sql.join(LAPSING_HOLD)}) AND expires_at > ${now}`;
 
 /**
  * Accepted spends and holds the agent made in this organization since `since` that are payments
@@ -443,7 +444,7 @@ export function expireApprovals(db: Executor, now: Date): Promise<ApprovalRow[]>
   return db
     .updateTable('approvals')
     .set({ status: 'expired' })
-    .where('status', 'in', ['pending', 'approved'])
+    .where('status', 'in', LAPSING_APPROVAL)
     .where('expires_at', '<=', now)
     .returningAll()
     .returning(approvalColumns)
