@@ -73,6 +73,9 @@ const QUERY_TIMEOUT_MS = 20_000;
 
 const LISTEN_HEARTBEAT = { everyMs: 5_000, timeoutMs: 3_000 };
 
+/** How long the readiness connection may take to connect, or to answer its `SELECT 1`, before it is replaced. */
+const PING_TIMEOUT_MS = 5_000;
+
 export function createDatabase(options: DatabaseOptions): Database {
   if (options.databaseUrl) return createPostgres(options.databaseUrl, options);
   return createPglite(options.dataDir ?? './.data', options.queryTimeoutMs ?? QUERY_TIMEOUT_MS);
@@ -106,19 +109,80 @@ function createPostgres(connectionString: string, options: DatabaseOptions): Dat
     client.on('error', () => {});
   });
   const db = new Kysely<DB>({ dialect: new PostgresDialect({ pool }) });
+  const ping = pinger(connectionString, options.applicationName ?? 'vouch');
   return {
     db,
     driver: 'postgres',
     pool,
-    ping: async () => {
-      await sql`SELECT 1`.execute(db);
-    },
+    ping,
     listen: (channel, handlers) =>
       listenPostgres(connectionString, channel, handlers, options.listenHeartbeat ?? LISTEN_HEARTBEAT, (to, payload) =>
         pool.query('SELECT pg_notify($1, $2)', [to, payload]),
       ),
-    close: () => db.destroy(),
+    close: () => {
+      ping.close();
+      return db.destroy();
+    },
   };
+}
+
+/**
+ * What `ping` (readiness) asks of PostgreSQL, on a connection of its own: through the pool, a
+ * pool busy with requests for longer than a probe waits read as a database that is down, and
+ * every instance of a loaded fleet would leave its load balancer at once. Pool usage is
+ * reported by /metrics. Probes at the same moment share one `SELECT 1`; a connection that fails
+ * or does not answer is dropped and the next probe opens another.
+ */
+function pinger(connectionString: string, applicationName: string) {
+  let client: pg.Client | undefined;
+  let running: Promise<void> | undefined;
+  let closed = false;
+  const drop = (c: pg.Client) => {
+    if (client === c) client = undefined;
+    // A silent peer would keep a polite end waiting for TCP to give up: the socket goes now.
+    (c as unknown as { connection?: { stream?: { destroy(): void } } }).connection?.stream?.destroy();
+    c.end().catch(() => {});
+  };
+  const once = async () => {
+    if (closed) throw new Error('the database is closed');
+    let c = client;
+    if (!c) {
+      const next = new pg.Client({
+        connectionString,
+        application_name: `${applicationName}-ready`,
+        connectionTimeoutMillis: PING_TIMEOUT_MS,
+        query_timeout: PING_TIMEOUT_MS,
+        keepAlive: true,
+        keepAliveInitialDelayMillis: 10_000,
+      });
+      next.on('error', () => drop(next));
+      try {
+        await next.connect();
+      } catch (error) {
+        drop(next);
+        throw error;
+      }
+      client = next;
+      c = next;
+    }
+    try {
+      await c.query('SELECT 1');
+    } catch (error) {
+      drop(c);
+      throw error;
+    }
+  };
+  const ping = (): Promise<void> => {
+    running ??= once().finally(() => {
+      running = undefined;
+    });
+    return running;
+  };
+  ping.close = () => {
+    closed = true;
+    if (client) drop(client);
+  };
+  return ping;
 }
 
 /**
