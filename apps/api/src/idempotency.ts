@@ -1,10 +1,11 @@
-import type { Services } from '@vouch/core';
-import { rebuildError } from '@vouch/core';
+import type { KeyedJob, Services } from '@vouch/core';
+import { rebuildError, refusalOutcome } from '@vouch/core';
 import type { DB, Kysely } from '@vouch/db';
+import type { RunOutcome } from '@vouch/jobs';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
 import { z } from 'zod';
-import { ok } from './http.ts';
+import { answer, ok } from './http.ts';
 import { actorOf } from './plugins/auth.ts';
 
 export const idempotencyHeaders = z.object({
@@ -63,6 +64,48 @@ export async function idempotent<T>(
   }
   reply.code(result.outcome.statusCode);
   return ok(result.outcome.data as T);
+}
+
+/**
+ * Idempotency-Key on a route whose work a worker does (a queued job). The answer stored under
+ * the key is replayed; otherwise `work` queues its job under the key's job id (a retry joins the
+ * first request's job, or its kept result), and the worker stores the answer under the key in
+ * the transaction of its effect. A refusal made here, before the job is queued, is stored too.
+ * The first request claims the key before its job is queued, so another request under the key is
+ * refused (422) whenever it comes; a retry of the same request while the job runs waits for that
+ * job rather than being refused with IDEMPOTENCY_IN_PROGRESS.
+ */
+export async function idempotentJob<R>(
+  services: Services,
+  request: FastifyRequest,
+  reply: FastifyReply,
+  work: (keyed?: { keyed: KeyedJob; jobKey: string }) => Promise<RunOutcome<R>>,
+) {
+  const key = (request.headers['idempotency-key'] as string | undefined) ?? undefined;
+  if (!key) return answer(reply, await work());
+  const organizationId = actorOf(request).organizationId;
+  const job = await services.idempotency.forJob({
+    organizationId,
+    scope: `${request.method} ${request.routeOptions.url}`,
+    key,
+    request: { params: request.params, body: request.body ?? {} },
+  });
+  if (job.stored) {
+    reply.header('idempotency-replayed', 'true');
+    if (!job.stored.ok) throw rebuildError(job.stored);
+    reply.code(job.stored.statusCode);
+    return ok(job.stored.data as R);
+  }
+  try {
+    return answer(reply, await work(job));
+  } catch (error) {
+    // A refusal is the key's answer (the job's own, stored by the worker, is stored again alike);
+    // anything else (the queue or the database away, the job failed) gives the claim up.
+    const refused = refusalOutcome(error);
+    if (refused) await services.idempotency.storeRefusal(organizationId, job.keyed, refused);
+    else await services.idempotency.dropClaim(organizationId, job.keyed).catch(() => {});
+    throw error;
+  }
 }
 
 /**

@@ -39,6 +39,7 @@ import {
   type QueueReport,
   type QueueReports,
   type QueueState,
+  type RunOptions,
   type RunOutcome,
 } from './runner.ts';
 
@@ -344,12 +345,23 @@ export function createBullmqRunner(options: BullmqOptions): JobRunner & { queues
     kind: 'bullmq',
     queues,
 
-    async run<J extends AnyJob>(job: J, payload: PayloadOf<J>, opts?: { waitMs?: number }) {
+    async run<J extends AnyJob>(job: J, payload: PayloadOf<J>, opts?: RunOptions) {
       assertAwaited(job);
       const data = job.payload.parse(payload);
+      // BullMQ adds nothing when a job with this id exists: the wait is then for that job, and one
+      // that failed is run again, its attempts anew (the in-process runner does the same).
       const added = await guarded(() =>
-        queueFor(job).add(job.name, data, { ...jobOptions(job), jobId: `${job.queue}-${randomUUID()}` }),
+        queueFor(job).add(job.name, data, {
+          ...jobOptions(job),
+          jobId: `${job.queue}-${opts?.jobKey ?? randomUUID()}`,
+        }),
       );
+      if (opts?.jobKey && (await guarded(() => added.getState())) === 'failed') {
+        await guarded(async () => {
+          const failed = await Job.fromId(queueFor(job), added.id as string);
+          await failed?.retry('failed', { resetAttemptsMade: true, resetAttemptsStarted: true });
+        });
+      }
       return wait<ResultOf<J>>(added, job, opts?.waitMs ?? options.waitMs);
     },
 

@@ -20,6 +20,7 @@ import {
   organizationOfPayload,
   type QueueReport,
   type QueueReports,
+  type RunOptions,
   type RunOutcome,
 } from './runner.ts';
 
@@ -256,9 +257,19 @@ export function createInProcessRunner(options: InProcessOptions): JobRunner {
   return {
     kind: 'in-process',
 
-    async run<J extends AnyJob>(job: J, payload: PayloadOf<J>, opts?: { waitMs?: number }) {
+    async run<J extends AnyJob>(job: J, payload: PayloadOf<J>, opts?: RunOptions) {
       assertAwaited(job);
-      const record = create(job, payload, 'waiting');
+      // As BullMQ: a job with this id, running or completed and kept, is waited for, not added
+      // again; a failed one is run again (bullmq.ts retries it).
+      const existing = opts?.jobKey ? records.get(`${job.queue}-${opts.jobKey}`) : undefined;
+      if (existing && existing.info.status !== 'failed')
+        return wait<ResultOf<J>>(existing, opts?.waitMs ?? options.waitMs);
+      if (existing) {
+        const done = finishedOf.get(job.queue) ?? [];
+        const at = done.indexOf(existing.info.id);
+        if (at >= 0) done.splice(at, 1);
+      }
+      const record = create(job, payload, 'waiting', opts?.jobKey);
       schedule(record);
       return wait<ResultOf<J>>(record, opts?.waitMs ?? options.waitMs);
     },

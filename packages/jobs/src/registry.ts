@@ -64,6 +64,8 @@ export const jobs = {
         .min(1)
         .max(1000),
       actor: jobActor,
+      /** The request's Idempotency-Key: the batch's answer is stored under it with its scores. */
+      idempotency: z.object({ scope: z.string(), key: z.string(), requestHash: z.string() }).optional(),
     }),
     result: z.object({ updated: z.number().int(), agents: z.array(scoredAgent) }),
   }),

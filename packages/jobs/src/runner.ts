@@ -40,6 +40,11 @@ export interface EnqueueOptions {
   jobKey?: string;
 }
 
+export interface RunOptions {
+  waitMs?: number;
+  jobKey?: string;
+}
+
 export interface FlowChild<J extends AnyJob = AnyJob> {
   job: J;
   payload: PayloadOf<J>;
@@ -79,8 +84,12 @@ export interface FlowOptions {
  */
 export interface JobRunner {
   readonly kind: 'bullmq' | 'in-process';
-  /** Enqueue and wait up to the wait timeout; `pending` when the wait runs out. */
-  run<J extends AnyJob>(job: J, payload: PayloadOf<J>, opts?: { waitMs?: number }): Promise<RunOutcome<ResultOf<J>>>;
+  /**
+   * Enqueue and wait up to the wait timeout; `pending` when the wait runs out. With `jobKey` the
+   * job's id is `<queue>-<jobKey>`: while a job with that id exists (waiting, running, or
+   * finished and kept), the call waits for that job and answers its result instead of adding one.
+   */
+  run<J extends AnyJob>(job: J, payload: PayloadOf<J>, opts?: RunOptions): Promise<RunOutcome<ResultOf<J>>>;
   /**
    * A parent job that runs after all its children; waits like `run`. `onQueued` runs once the
    * flow is queued, before the wait (e.g. to record who asked, with the job's id); when it fails

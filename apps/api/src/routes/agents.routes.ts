@@ -29,8 +29,8 @@ import {
 } from '@vouch/schemas';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
-import { answer, bypassesCache, ok, responses } from '../http.ts';
-import { idempotencyHeaders, idempotent } from '../idempotency.ts';
+import { bypassesCache, ok, responses } from '../http.ts';
+import { idempotencyHeaders, idempotent, idempotentJob } from '../idempotency.ts';
 import { actorOf } from '../plugins/auth.ts';
 
 /** `/api/agents`: the registry, scores set by hand or in batches, owners, stored verifications. */
@@ -124,12 +124,14 @@ export const agentsRoutes: FastifyPluginAsyncZod<{ services: Services }> = async
       tags: ['agents'],
       summary: 'Set many registered agents’ scores atomically (parallel arrays, 1–1000 entries), via the queue',
       body: batchScoresBody,
+      headers: idempotencyHeaders,
       response: responses(
         { 200: batchScoresResult, 202: jobAccepted },
         { 404: ['AGENT_NOT_FOUND'], 422: ['AGENT_NOT_REGISTERED'] },
       ),
     },
-    handler: async (req, reply) => answer(reply, await services.scoring.batch(actorOf(req), req.body)),
+    handler: async (req, reply) =>
+      idempotentJob(services, req, reply, (keyed) => services.scoring.batch(actorOf(req), req.body, keyed)),
   });
 
   app.post('/api/agents/:address/owner', {

@@ -11,6 +11,11 @@ export async function tryLockKey(trx: Executor, organizationId: string, scope: s
   return lock.rows[0]?.locked === true;
 }
 
+/** Takes the key's lock for the transaction, waiting while another transaction holds it (a job: its answer is stored under the key). */
+export async function lockKey(trx: Executor, organizationId: string, scope: string, key: string): Promise<void> {
+  await sql`SELECT pg_advisory_xact_lock(hashtextextended(${`${organizationId}\n${scope}\n${key}`}, 0))`.execute(trx);
+}
+
 /** The stored answer of a key that has not expired. */
 export function findLiveKey(
   db: Executor,
@@ -54,6 +59,21 @@ export async function storeKey(
     .insertInto('idempotency_keys')
     .values({ organization_id: v.organizationId, scope: v.scope, key: v.key, ...values })
     .onConflict((oc) => oc.columns(['organization_id', 'scope', 'key']).doUpdateSet(values))
+    .execute();
+}
+
+/** Drops a key's claim (status 0) made for this request, when its job could not be queued. */
+export async function dropClaim(
+  db: Executor,
+  v: { organizationId: string; scope: string; key: string; requestHash: string },
+): Promise<void> {
+  await db
+    .deleteFrom('idempotency_keys')
+    .where('organization_id', '=', v.organizationId)
+    .where('scope', '=', v.scope)
+    .where('key', '=', v.key)
+    .where('request_hash', '=', v.requestHash)
+    .where('status_code', '=', 0)
     .execute();
 }
 

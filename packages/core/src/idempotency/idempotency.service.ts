@@ -39,6 +39,103 @@ export function requestHash(request: unknown): string {
   return createHash('sha256').update(canonicalJson(request)).digest('hex');
 }
 
+/**
+ * A request under a key whose work a worker does (a queued job): what its job carries to store
+ * the answer under the key, in the transaction of the job's effect. The organization is the job's
+ * actor's.
+ */
+export interface KeyedJob {
+  scope: string;
+  key: string;
+  requestHash: string;
+}
+
+/**
+ * What a refusal stores under a key: a domain refusal is an answer (a refused spend stays in the
+ * ledger); a dependency that is away (503) is not: nothing was done, and a retry runs again; nor
+ * is bad input (400), refused before anything was done as the schema refuses it (a timestamp
+ * ahead of the clock is not ahead any more when the same request comes again); nor is a key
+ * in use or used for another request, which is about the key, not the request. Null: not stored.
+ */
+export function refusalOutcome(error: unknown): StoredOutcome | null {
+  if (!(error instanceof DomainError)) return null;
+  if (error.code === 'SERVICE_UNAVAILABLE' || error.status === 400) return null;
+  if (error.code === 'IDEMPOTENCY_IN_PROGRESS' || error.code === 'IDEMPOTENCY_KEY_REUSED') return null;
+  return {
+    statusCode: error.status,
+    ok: false,
+    error: { code: error.code, message: error.message, details: error.details },
+  };
+}
+
+/** A stored answer that was a refusal, as the error it was; a success as its data. */
+export function outcomeValue(outcome: StoredOutcome): unknown {
+  if (!outcome.ok) throw rebuildError(outcome);
+  return outcome.data;
+}
+
+/**
+ * A key claimed by a request whose job has not stored its answer yet: the first request under a
+ * key claims it before its job is queued, so that another request under the key, at any moment
+ * after, is refused and never queued.
+ */
+const CLAIMED: StoredOutcome = { statusCode: 0, ok: false };
+
+/**
+ * In a job's transaction: waits for the key's lock (a job run twice at once, or the API storing a
+ * refusal), then answers what is stored under it, null when nothing is yet (or only this
+ * request's claim). A key claimed or stored for another request is IDEMPOTENCY_KEY_REUSED.
+ */
+export async function storedForJob(
+  trx: Kysely<DB>,
+  organizationId: string,
+  keyed: KeyedJob,
+  now: Date,
+): Promise<StoredOutcome | null> {
+  await repo.lockKey(trx, organizationId, keyed.scope, keyed.key);
+  const stored = await repo.findLiveKey(trx, organizationId, keyed.scope, keyed.key, now);
+  if (!stored) return null;
+  if (stored.request_hash !== keyed.requestHash) throw new IdempotencyKeyReusedError();
+  return stored.status_code === CLAIMED.statusCode ? null : (stored.response as unknown as StoredOutcome);
+}
+
+/** In the transaction that took the key's lock (`storedForJob`): stores the answer under the key. */
+export function storeForJob(
+  trx: Kysely<DB>,
+  organizationId: string,
+  keyed: KeyedJob,
+  outcome: StoredOutcome,
+  now: Date,
+): Promise<void> {
+  return repo.storeKey(trx, {
+    organizationId,
+    scope: keyed.scope,
+    key: keyed.key,
+    requestHash: keyed.requestHash,
+    statusCode: outcome.statusCode,
+    response: JSON.stringify(outcome),
+    now,
+    expiresAt: new Date(now.getTime() + IDEMPOTENCY_TTL_MS),
+  });
+}
+
+/**
+ * Stores a refusal under the key in a transaction of its own, unless an answer is stored already
+ * (the refusal came from a job whose transaction rolled back, or before its job was queued).
+ */
+export async function storeRefusal(
+  db: Kysely<DB>,
+  organizationId: string,
+  keyed: KeyedJob,
+  outcome: StoredOutcome,
+  now: Date,
+): Promise<void> {
+  await db.transaction().execute(async (trx) => {
+    if (!(await storedForJob(trx, organizationId, keyed, now)))
+      await storeForJob(trx, organizationId, keyed, outcome, now);
+  });
+}
+
 export function createIdempotencyService({ db, clock }: { db: Kysely<DB>; clock: Clock }) {
   return {
     /**
@@ -70,17 +167,10 @@ export function createIdempotencyService({ db, clock }: { db: Kysely<DB>; clock:
           value = await work(trx);
           outcome = { statusCode: statusOf(value), ok: true, data: value };
         } catch (error) {
-          // A domain refusal is an answer too (a refused spend stays in the ledger); a dependency
-          // that is away (503) is not: nothing is kept, and a retry under the key runs again. Nor
-          // is bad input (400), refused before anything was done as the schema refuses it: a
-          // timestamp ahead of the clock is not ahead any more when the same request comes again.
-          if (!(error instanceof DomainError) || error.code === 'SERVICE_UNAVAILABLE' || error.status === 400)
-            throw error;
-          outcome = {
-            statusCode: error.status,
-            ok: false,
-            error: { code: error.code, message: error.message, details: error.details },
-          };
+          // A domain refusal is an answer too; what else is thrown stores nothing (refusalOutcome).
+          const refused = refusalOutcome(error);
+          if (!refused) throw error;
+          outcome = refused;
         }
         await repo.storeKey(trx, {
           organizationId: req.organizationId,
@@ -95,6 +185,36 @@ export function createIdempotencyService({ db, clock }: { db: Kysely<DB>; clock:
         return { replayed: false as const, value, outcome };
       });
       return result;
+    },
+
+    /**
+     * For a request whose work a job does: the answer stored under its key (null: none yet, so
+     * the job runs, or joins the one queued under the same key and request), and what the job
+     * carries to store its own. A key stored for another request is IDEMPOTENCY_KEY_REUSED.
+     */
+    async forJob(req: IdempotentRequest): Promise<{ stored: StoredOutcome | null; keyed: KeyedJob; jobKey: string }> {
+      const keyed: KeyedJob = { scope: req.scope, key: req.key, requestHash: requestHash(req.request) };
+      // The job's id names the organization, the key and the request: a retry joins the job the
+      // first request queued (or its kept result, or queues it again when it is gone).
+      const jobKey = `idem-${createHash('sha256').update(`${req.organizationId}\n${req.scope}\n${req.key}\n${keyed.requestHash}`).digest('hex').slice(0, 40)}`;
+      const stored = await db.transaction().execute(async (trx) => {
+        const now = clock();
+        const found = await storedForJob(trx, req.organizationId, keyed, now);
+        // Claimed before the job is queued: from now on another request under the key is refused.
+        if (!found) await storeForJob(trx, req.organizationId, keyed, CLAIMED, now);
+        return found;
+      });
+      return { stored, keyed, jobKey };
+    },
+
+    /** Gives the key up when its job could not be queued or did not end with an answer: a retry runs again. */
+    dropClaim(organizationId: string, keyed: KeyedJob): Promise<void> {
+      return repo.dropClaim(db, { organizationId, ...keyed });
+    },
+
+    /** Stores a refusal made before a job was queued (the job stores its own answers). */
+    storeRefusal(organizationId: string, keyed: KeyedJob, outcome: StoredOutcome): Promise<void> {
+      return storeRefusal(db, organizationId, keyed, outcome, clock());
     },
 
     /** Drops keys past their retention; returns how many. */

@@ -11,7 +11,7 @@ interface ChunkResult {
 export const batchScoresProcessor =
   (services: Services): Processor<typeof jobs.batchScores> =>
   (payload, ctx) =>
-    services.scores.applyBatch(payload.entries, ctx.jobId, payload.actor);
+    services.scores.applyBatch(payload.entries, ctx.jobId, payload.actor, payload.idempotency);
 
 /** One chunk of a recomputation: the model over these agents, stored where it changed. */
 export const recomputeChunkProcessor =

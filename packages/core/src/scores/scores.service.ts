@@ -5,6 +5,14 @@ import type { AuditService } from '../audit/audit.service.ts';
 import { type Adjustment, emptyFeedbackCounts, withAdjustment } from '../erc8004/erc8004.model.ts';
 import type { Evidence } from '../erc8004/erc8004.service.ts';
 import type { EventsService } from '../events/events.service.ts';
+import {
+  type KeyedJob,
+  outcomeValue,
+  refusalOutcome,
+  storedForJob,
+  storeForJob,
+  storeRefusal,
+} from '../idempotency/idempotency.service.ts';
 import type { Actor } from '../shared/actor.ts';
 import type { Clock } from '../shared/clock.ts';
 import { AgentNotFoundError, DomainError, ForbiddenError } from '../shared/errors.ts';
@@ -94,6 +102,12 @@ function assertAllOwned(actor: Actor, rows: Array<{ address: string; organizatio
 
 const complianceSince = (now: Date) => new Date(now.getTime() - COMPLIANCE_WINDOW_DAYS * DAY_MS);
 
+/** A batch's answer: how many entries, and each agent's score and grade as stored. */
+interface BatchAnswer {
+  updated: number;
+  agents: Array<{ address: string; score: number; grade: string }>;
+}
+
 export function createScoresService({
   db,
   clock,
@@ -119,6 +133,71 @@ export function createScoresService({
     const now = clock();
     const row = await rowFor(address, now);
     return { currentScore: row.score, ...inputsFromRow(row, now) };
+  }
+
+  /** The batch's transaction (applyBatch). */
+  async function apply(
+    entries: BatchEntry[],
+    jobId: string,
+    actor: Actor,
+    keyed: KeyedJob | undefined,
+  ): Promise<BatchAnswer> {
+    const addresses = entries.map((e) => e.address);
+    const answer = await db.transaction().execute(async (trx) => {
+      // The key's lock first: a job queued for another request under the key waits here, then
+      // finds the answer stored and is refused; this request's job, run again, answers it.
+      const stored = keyed ? await storedForJob(trx, actor.organizationId, keyed, clock()) : null;
+      if (stored) return { replayed: true, value: outcomeValue(stored) as BatchAnswer };
+      await repo.lockJob(trx, jobId);
+      if (!(await repo.jobAlreadyApplied(trx, jobId))) {
+        const rows = await repo.registrationOf(trx, addresses);
+        const registered = new Set(rows.filter((r) => r.is_registered).map((r) => r.address));
+        const refused = addresses.filter((a) => !registered.has(a));
+        if (refused.length) {
+          throw new DomainError('AGENT_NOT_REGISTERED', `${refused.length} agent(s) are not registered`, {
+            agents: refused,
+          });
+        }
+        assertAllOwned(actor, rows);
+        const now = clock();
+        const written = await repo.writeScores(trx, {
+          addresses,
+          scores: entries.map((e) => e.score),
+          reasons: entries.map((e) => e.reason),
+          source: 'batch',
+          jobId,
+          now,
+          onlyChanged: false,
+          actor: { organizationId: actor.organizationId, keyId: actor.keyId },
+          events: events?.stamp(now),
+        });
+        await audit.append(
+          trx,
+          actor,
+          'score.batch',
+          null,
+          {
+            jobId,
+            scores: written.map((w) => ({ agent: w.address, previousScore: w.old_score, score: w.new_score })),
+          },
+          now,
+        );
+      }
+      // What was stored (a sanctioned agent's score is 0 whatever was asked).
+      const current = await repo.currentScores(trx, addresses);
+      const value: BatchAnswer = {
+        updated: entries.length,
+        agents: entries.map((e) => {
+          const score = current.get(e.address) ?? e.score;
+          return { address: e.address, score, grade: gradeFor(score) };
+        }),
+      };
+      if (keyed)
+        await storeForJob(trx, actor.organizationId, keyed, { statusCode: 200, ok: true, data: value }, clock());
+      return { replayed: false, value };
+    });
+    if (!answer.replayed) events?.committed();
+    return answer.value;
   }
 
   return {
@@ -176,58 +255,18 @@ export function createScoresService({
     /**
      * Applies a batch atomically: every score and its history row, or nothing. A
      * redelivered job (same id), even one run at the same time, finds its rows and answers
-     * without writing again.
+     * without writing again. Under an Idempotency-Key (`keyed`) the answer is stored under the
+     * key in the same transaction, a refusal in one of its own; an answer stored already is
+     * answered again, and nothing is written.
      */
-    async applyBatch(entries: BatchEntry[], jobId: string, actor: Actor) {
-      const addresses = entries.map((e) => e.address);
-      const answer = await db.transaction().execute(async (trx) => {
-        await repo.lockJob(trx, jobId);
-        if (!(await repo.jobAlreadyApplied(trx, jobId))) {
-          const rows = await repo.registrationOf(trx, addresses);
-          const registered = new Set(rows.filter((r) => r.is_registered).map((r) => r.address));
-          const refused = addresses.filter((a) => !registered.has(a));
-          if (refused.length) {
-            throw new DomainError('AGENT_NOT_REGISTERED', `${refused.length} agent(s) are not registered`, {
-              agents: refused,
-            });
-          }
-          assertAllOwned(actor, rows);
-          const now = clock();
-          const written = await repo.writeScores(trx, {
-            addresses,
-            scores: entries.map((e) => e.score),
-            reasons: entries.map((e) => e.reason),
-            source: 'batch',
-            jobId,
-            now,
-            onlyChanged: false,
-            actor: { organizationId: actor.organizationId, keyId: actor.keyId },
-            events: events?.stamp(now),
-          });
-          await audit.append(
-            trx,
-            actor,
-            'score.batch',
-            null,
-            {
-              jobId,
-              scores: written.map((w) => ({ agent: w.address, previousScore: w.old_score, score: w.new_score })),
-            },
-            now,
-          );
-        }
-        // What was stored (a sanctioned agent's score is 0 whatever was asked).
-        const stored = await repo.currentScores(trx, addresses);
-        return {
-          updated: entries.length,
-          agents: entries.map((e) => {
-            const score = stored.get(e.address) ?? e.score;
-            return { address: e.address, score, grade: gradeFor(score) };
-          }),
-        };
-      });
-      events?.committed();
-      return answer;
+    async applyBatch(entries: BatchEntry[], jobId: string, actor: Actor, keyed?: KeyedJob): Promise<BatchAnswer> {
+      try {
+        return await apply(entries, jobId, actor, keyed);
+      } catch (error) {
+        const refused = keyed && refusalOutcome(error);
+        if (keyed && refused) await storeRefusal(db, actor.organizationId, keyed, refused, clock());
+        throw error;
+      }
     },
 
     /**

@@ -1,6 +1,7 @@
 import { type JobInfo, type JobRunner, jobs, type RunOutcome } from '@vouch/jobs';
 import type { AuditService } from '../audit/audit.service.ts';
 import type { ReadCache } from '../cache/read-cache.ts';
+import type { KeyedJob } from '../idempotency/idempotency.service.ts';
 import type { Actor } from '../shared/actor.ts';
 import { DomainError, ForbiddenError, ValidationError } from '../shared/errors.ts';
 import type { BatchEntry, ScoresService } from './scores.service.ts';
@@ -69,10 +70,15 @@ export function createScoringJobs({
   }
 
   return {
-    /** Validates the whole batch here, before anything is queued; a worker applies it atomically. */
+    /**
+     * Validates the whole batch here, before anything is queued; a worker applies it atomically.
+     * Under an Idempotency-Key (`keyed`, from `idempotency.forJob`) the job's id is the key's, so a
+     * retry joins the first request's job, and the worker stores the answer under the key.
+     */
     async batch(
       actor: Actor,
       input: BatchInput,
+      keyed?: { keyed: KeyedJob; jobKey: string },
     ): Promise<RunOutcome<{ updated: number; agents: Array<{ address: string; score: number; grade: string }> }>> {
       const { agents, scores: values, reasons } = input;
       if (agents.length !== values.length || agents.length !== reasons.length) {
@@ -100,7 +106,11 @@ export function createScoringJobs({
         score: values[i] as number,
         reason: reasons[i] as string,
       }));
-      const outcome = await runner.run(jobs.batchScores, { entries, actor: jobActorOf(actor) });
+      const outcome = await runner.run(
+        jobs.batchScores,
+        { entries, actor: jobActorOf(actor), ...(keyed && { idempotency: keyed.keyed }) },
+        keyed && { jobKey: keyed.jobKey },
+      );
       // Read your own write: the cached scores go before the answer does, not when the notification comes.
       if (outcome.state === 'completed') for (const address of agents) cache?.invalidate('agents', address);
       return outcome;

@@ -1,0 +1,211 @@
+import { sql } from '@vouch/db';
+import type { Processors } from '@vouch/jobs';
+import {
+  createAgent,
+  createTestApp,
+  dropPrefix,
+  get,
+  post,
+  randomAddress,
+  redisAvailable,
+  TEST_REDIS_URL,
+  type TestContext,
+  testPrefix,
+} from '@vouch/testkit';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+
+// Idempotency-Key on a queued route (batch-scores): the answer is stored by the worker with the
+// scores, a retry joins the first request's job, another request under the key is refused.
+
+/** Score-history rows a batch wrote for the agent. */
+async function batchRows(t: TestContext, agent: string): Promise<number> {
+  const { rows } = await sql<{ n: number }>`
+    SELECT count(*)::int AS n FROM score_events WHERE agent = ${agent} AND source = 'batch'`.execute(t.database.db);
+  return rows[0]?.n ?? 0;
+}
+
+const batch = (t: TestContext, key: string, agents: string[], scores: number[]) =>
+  post(
+    t.app,
+    '/api/agents/batch-scores',
+    { agents, scores, reasons: agents.map(() => '0x01') },
+    { 'idempotency-key': key },
+  );
+
+describe('POST /api/agents/batch-scores under an Idempotency-Key', () => {
+  let t: TestContext;
+  beforeAll(async () => {
+    t = await createTestApp();
+  });
+  afterAll(() => t.close());
+
+  it('applies a batch once and answers a retry with the stored answer', async () => {
+    const [a, b] = [await createAgent(t.app), await createAgent(t.app)];
+    const first = await batch(t, 'batch-once', [a, b], [640, 710]);
+    expect(first.statusCode, first.body).toBe(200);
+    expect(first.headers['idempotency-replayed']).toBeUndefined();
+    // Another write in between: the replay answers what the batch answered, not the score now.
+    expect((await post(t.app, `/api/agents/${a}/score`, { score: 100, reason: '0x02' })).statusCode).toBe(200);
+    const again = await batch(t, 'batch-once', [a, b], [640, 710]);
+    expect(again.statusCode).toBe(200);
+    expect(again.headers['idempotency-replayed']).toBe('true');
+    expect(again.json()).toEqual(first.json());
+    expect(await batchRows(t, a)).toBe(1);
+    expect(await batchRows(t, b)).toBe(1);
+    expect((await get(t.app, `/api/agents/${a}/score`)).json().data.score).toBe(100);
+    // The key is the organization's and the route's: a set score under the same key is another request.
+    expect(
+      (await post(t.app, `/api/agents/${a}/score`, { score: 300, reason: '0x03' }, { 'idempotency-key': 'batch-once' }))
+        .statusCode,
+    ).toBe(200);
+  });
+
+  it('refuses another batch under a used key (422), writing nothing', async () => {
+    const a = await createAgent(t.app);
+    expect((await batch(t, 'batch-reused', [a], [500])).statusCode).toBe(200);
+    const other = await batch(t, 'batch-reused', [a], [900]);
+    expect(other.statusCode).toBe(422);
+    expect(other.json().error.code).toBe('IDEMPOTENCY_KEY_REUSED');
+    expect((await get(t.app, `/api/agents/${a}/score`)).json().data.score).toBe(500);
+    expect(await batchRows(t, a)).toBe(1);
+  });
+
+  it('keeps a refusal made before the job was queued, and replays it', async () => {
+    const known = await createAgent(t.app);
+    const unknown = randomAddress();
+    const refused = await batch(t, 'batch-refused', [known, unknown], [400, 400]);
+    expect(refused.statusCode).toBe(404);
+    expect(refused.json().error.code).toBe('AGENT_NOT_FOUND');
+    await createAgent(t.app, { address: unknown });
+    const again = await batch(t, 'batch-refused', [known, unknown], [400, 400]);
+    expect(again.statusCode).toBe(404);
+    expect(again.headers['idempotency-replayed']).toBe('true');
+    expect(again.json().error.code).toBe('AGENT_NOT_FOUND');
+    expect(await batchRows(t, known)).toBe(0);
+    // Bad input is not an answer: it is refused again as it is, and stores nothing.
+    const bad = await batch(t, 'batch-bad', [known, known], [1, 2]);
+    expect(bad.statusCode).toBe(400);
+    expect((await batch(t, 'batch-bad', [known], [1])).statusCode).toBe(200);
+  });
+});
+
+/** The real batch, started only once `release` is called. */
+function gated() {
+  let release!: () => void;
+  const open = new Promise<void>((resolve) => {
+    release = resolve;
+  });
+  let runs = 0;
+  const processors = (real: Processors): Processors => ({
+    ...real,
+    'scores.batch': async (payload, ctx) => {
+      runs++;
+      await open;
+      return real['scores.batch'](payload, ctx);
+    },
+  });
+  return { processors, release: () => release(), runs: () => runs };
+}
+
+const hasRedis = await redisAvailable();
+const prefix = testPrefix('idempotency-jobs');
+const bullmqHere = hasRedis && inject('testDbMode') === 'postgres';
+afterAll(async () => {
+  if (bullmqHere) await dropPrefix(prefix);
+});
+
+describe.each([
+  ['in process', false],
+  ['on BullMQ', true],
+] as const)('a retry while the first request’s batch still runs (%s)', (_name, bullmq) => {
+  const gate = gated();
+  let t: TestContext;
+  beforeAll(async () => {
+    if (bullmq && !bullmqHere) return;
+    t = await createTestApp({
+      processors: gate.processors,
+      waitMs: 100,
+      ...(bullmq && { role: 'all' as const, env: { REDIS_URL: TEST_REDIS_URL, BULLMQ_PREFIX: prefix } }),
+    });
+  });
+  afterAll(() => t?.close());
+
+  it.runIf(!bullmq || bullmqHere)(
+    'joins its job: one run, one write, the same job id',
+    async () => {
+      const a = await createAgent(t.app);
+      const first = await batch(t, 'batch-running', [a], [820]);
+      expect(first.statusCode).toBe(202);
+      const retry = await batch(t, 'batch-running', [a], [820]);
+      expect(retry.statusCode).toBe(202);
+      expect(retry.json().data.jobId).toBe(first.json().data.jobId);
+      // Another request under the key while the first runs: the key is claimed, so it is refused, never queued.
+      const other = await batch(t, 'batch-running', [a], [10]);
+      expect(other.statusCode).toBe(422);
+      expect(other.json().error.code).toBe('IDEMPOTENCY_KEY_REUSED');
+      gate.release();
+      await expect
+        .poll(async () => (await get(t.app, `/api/jobs/${first.json().data.jobId}`)).json().data.status, {
+          timeout: 10_000,
+        })
+        .toBe('completed');
+      const replay = await batch(t, 'batch-running', [a], [820]);
+      expect(replay.statusCode).toBe(200);
+      expect(replay.headers['idempotency-replayed']).toBe('true');
+      expect(replay.json().data.agents).toEqual([{ address: a, score: 820, grade: expect.any(String) }]);
+      expect(gate.runs()).toBe(1);
+      expect(await batchRows(t, a)).toBe(1);
+      expect((await get(t.app, `/api/agents/${a}/score`)).json().data.score).toBe(820);
+    },
+    30_000,
+  );
+});
+
+/** What PostgreSQL throws for a statement past statement_timeout: the job fails as a dependency, 503. */
+const busy = () => Object.assign(new Error('canceling statement due to statement timeout'), { code: '57014' });
+
+describe.each([
+  ['in process', false],
+  ['on BullMQ', true],
+] as const)('a retry after the first request’s batch failed (%s)', (_name, bullmq) => {
+  let failures = 3;
+  let t: TestContext;
+  beforeAll(async () => {
+    if (bullmq && !bullmqHere) return;
+    t = await createTestApp({
+      // Every attempt of the first job fails (3, 1 s then 2 s apart); the job run again succeeds.
+      processors: (real) => ({
+        ...real,
+        'scores.batch': async (payload, ctx) => {
+          if (failures-- > 0) throw busy();
+          return real['scores.batch'](payload, ctx);
+        },
+      }),
+      waitMs: 15_000,
+      ...(bullmq && { role: 'all' as const, env: { REDIS_URL: TEST_REDIS_URL, BULLMQ_PREFIX: `${prefix}-failed` } }),
+    });
+  });
+  afterAll(async () => {
+    await t?.close();
+    if (bullmq && bullmqHere) await dropPrefix(`${prefix}-failed`);
+  });
+
+  it.runIf(!bullmq || bullmqHere)(
+    'runs the batch again under the same key: the failure was no answer',
+    async () => {
+      const a = await createAgent(t.app);
+      const first = await batch(t, 'batch-failed', [a], [555]);
+      expect(first.statusCode, first.body).toBe(503);
+      expect(await batchRows(t, a)).toBe(0);
+      const retry = await batch(t, 'batch-failed', [a], [555]);
+      expect(retry.statusCode, retry.body).toBe(200);
+      expect(retry.headers['idempotency-replayed']).toBeUndefined();
+      expect(retry.json().data.agents[0].score).toBe(555);
+      expect(await batchRows(t, a)).toBe(1);
+      const replay = await batch(t, 'batch-failed', [a], [555]);
+      expect(replay.headers['idempotency-replayed']).toBe('true');
+      expect(replay.json()).toEqual(retry.json());
+    },
+    60_000,
+  );
+});
