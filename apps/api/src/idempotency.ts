@@ -79,31 +79,33 @@ export async function idempotentJob<R>(
   services: Services,
   request: FastifyRequest,
   reply: FastifyReply,
+  job: { queue: string },
   work: (keyed?: { keyed: KeyedJob; jobKey: string }) => Promise<RunOutcome<R>>,
 ) {
   const key = (request.headers['idempotency-key'] as string | undefined) ?? undefined;
   if (!key) return answer(reply, await work());
   const organizationId = actorOf(request).organizationId;
-  const job = await services.idempotency.forJob({
+  const claim = await services.idempotency.forJob({
     organizationId,
     scope: `${request.method} ${request.routeOptions.url}`,
     key,
     request: { params: request.params, body: request.body ?? {} },
   });
-  if (job.stored) {
-    reply.header('idempotency-replayed', 'true');
-    if (!job.stored.ok) throw rebuildError(job.stored);
-    reply.code(job.stored.statusCode);
-    return ok(job.stored.data as R);
+  if (claim.stored) {
+    // The job the key names, as the first answer said (it may be gone from the queue by now).
+    reply.header('idempotency-replayed', 'true').header('x-job-id', `${job.queue}-${claim.jobKey}`);
+    if (!claim.stored.ok) throw rebuildError(claim.stored);
+    reply.code(claim.stored.statusCode);
+    return ok(claim.stored.data as R);
   }
   try {
-    return answer(reply, await work(job));
+    return answer(reply, await work(claim));
   } catch (error) {
     // A refusal is the key's answer (the job's own, stored by the worker, is stored again alike);
     // anything else (the queue or the database away, the job failed) gives the claim up.
     const refused = refusalOutcome(error);
-    if (refused) await services.idempotency.storeRefusal(organizationId, job.keyed, refused);
-    else await services.idempotency.dropClaim(organizationId, job.keyed).catch(() => {});
+    if (refused) await services.idempotency.storeRefusal(organizationId, claim.keyed, refused);
+    else await services.idempotency.dropClaim(organizationId, claim.keyed).catch(() => {});
     throw error;
   }
 }

@@ -12,7 +12,7 @@ async function start() {
   try {
     if (authMode(config) === 'off') {
       logger.warn(
-        'AUTH is off: every API route is open to anyone who can reach this port (set AUTH=on and ADMIN_API_KEY to require API keys)',
+        'AUTH is off: every API route but keys, organizations and audit (which need ADMIN_API_KEY) is open to anyone who can reach this port (set AUTH=on and ADMIN_API_KEY to require API keys)',
       );
     }
     const deps = appDeps(runtime);

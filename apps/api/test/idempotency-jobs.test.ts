@@ -50,6 +50,7 @@ describe('POST /api/agents/batch-scores under an Idempotency-Key', () => {
     expect(again.statusCode).toBe(200);
     expect(again.headers['idempotency-replayed']).toBe('true');
     expect(again.json()).toEqual(first.json());
+    expect(again.headers['x-job-id']).toBe(first.headers['x-job-id']);
     expect(await batchRows(t, a)).toBe(1);
     expect(await batchRows(t, b)).toBe(1);
     expect((await get(t.app, `/api/agents/${a}/score`)).json().data.score).toBe(100);

@@ -1,4 +1,5 @@
 import type { Services } from '@vouch/core';
+import { jobs } from '@vouch/jobs';
 import {
   agent,
   agentList,
@@ -131,7 +132,9 @@ export const agentsRoutes: FastifyPluginAsyncZod<{ services: Services }> = async
       ),
     },
     handler: async (req, reply) =>
-      idempotentJob(services, req, reply, (keyed) => services.scoring.batch(actorOf(req), req.body, keyed)),
+      idempotentJob(services, req, reply, jobs.batchScores, (keyed) =>
+        services.scoring.batch(actorOf(req), req.body, keyed),
+      ),
   });
 
   app.post('/api/agents/:address/owner', {
