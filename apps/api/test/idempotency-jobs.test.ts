@@ -210,3 +210,61 @@ describe.each([
     60_000,
   );
 });
+
+describe('a batch that failed for good after the first request was answered 202', () => {
+  let t: TestContext;
+  beforeAll(async () => {
+    t = await createTestApp({ waitMs: 100 });
+    // The real batch fails in its own transaction (not a refusal, not a dependency) for reason 0xfa11.
+    await sql`CREATE FUNCTION review_fail_batch() RETURNS trigger LANGUAGE plpgsql AS $$
+      BEGIN RAISE EXCEPTION 'batch broken'; END $$`.execute(t.database.db);
+    await sql`CREATE TRIGGER review_fail_batch BEFORE INSERT ON score_events FOR EACH ROW
+      WHEN (NEW.reason = '0xfa11') EXECUTE FUNCTION review_fail_batch()`.execute(t.database.db);
+  });
+  afterAll(() => t?.close());
+
+  it('gives the claim up (docs/api.md): another request under the key is not refused', async () => {
+    const a = await createAgent(t.app);
+    const first = await post(
+      t.app,
+      '/api/agents/batch-scores',
+      { agents: [a], scores: [300], reasons: ['0xfa11'] },
+      { 'idempotency-key': 'batch-failed-late' },
+    );
+    expect(first.statusCode, first.body).toBe(202);
+    await expect
+      .poll(async () => (await get(t.app, `/api/jobs/${first.json().data.jobId}`)).json().data.status, {
+        timeout: 15_000,
+      })
+      .toBe('failed');
+    const other = await batch(t, 'batch-failed-late', [a], [400]);
+    expect(other.statusCode, other.body).toBe(200);
+    expect((await get(t.app, `/api/agents/${a}/score`)).json().data.score).toBe(400);
+  }, 30_000);
+});
+
+describe('the same request under a key that expired (24 h), its job still kept', () => {
+  let t: TestContext;
+  beforeAll(async () => {
+    t = await createTestApp();
+  });
+  afterAll(() => t?.close());
+
+  it('is a new request: the batch is applied again, and what is answered is what is stored', async () => {
+    const a = await createAgent(t.app);
+    const first = await batch(t, 'batch-expired', [a], [640]);
+    expect(first.statusCode, first.body).toBe(200);
+    expect((await post(t.app, `/api/agents/${a}/score`, { score: 100, reason: '0x02' })).statusCode).toBe(200);
+    t.clock.advance(25 * 3600 * 1000);
+    const later = await batch(t, 'batch-expired', [a], [640]);
+    expect(later.statusCode, later.body).toBe(200);
+    expect(later.headers['idempotency-replayed']).toBeUndefined();
+    expect(later.json().data.agents[0].score).toBe(640);
+    // The answer said 640: so must the agent.
+    expect((await get(t.app, `/api/agents/${a}/score`)).json().data.score).toBe(640);
+    expect(await batchRows(t, a)).toBe(2);
+    // And its answer is stored: a retry replays it.
+    const replay = await batch(t, 'batch-expired', [a], [640]);
+    expect(replay.headers['idempotency-replayed']).toBe('true');
+  });
+});

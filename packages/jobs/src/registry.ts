@@ -65,7 +65,9 @@ export const jobs = {
         .max(1000),
       actor: jobActor,
       /** The request's Idempotency-Key: the batch's answer is stored under it with its scores. */
-      idempotency: z.object({ scope: z.string(), key: z.string(), requestHash: z.string() }).optional(),
+      idempotency: z
+        .object({ scope: z.string(), key: z.string(), requestHash: z.string(), claim: z.string().optional() })
+        .optional(),
     }),
     result: z.object({ updated: z.number().int(), agents: z.array(scoredAgent) }),
   }),

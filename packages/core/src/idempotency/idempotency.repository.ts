@@ -62,19 +62,21 @@ export async function storeKey(
     .execute();
 }
 
-/** Drops a key's claim (status 0) made for this request, when its job could not be queued. */
+/** Drops a key's claim (status 0) made for this request, when its job could not be queued or failed for good. */
 export async function dropClaim(
   db: Executor,
-  v: { organizationId: string; scope: string; key: string; requestHash: string },
+  v: { organizationId: string; scope: string; key: string; requestHash: string; claim?: string | undefined },
 ): Promise<void> {
-  await db
+  let query = db
     .deleteFrom('idempotency_keys')
     .where('organization_id', '=', v.organizationId)
     .where('scope', '=', v.scope)
     .where('key', '=', v.key)
     .where('request_hash', '=', v.requestHash)
-    .where('status_code', '=', 0)
-    .execute();
+    .where('status_code', '=', 0);
+  // Only the claim made for this job: a later claim of the same request (its own job) stays.
+  if (v.claim !== undefined) query = query.where(sql<string>`response->>'job'`, '=', v.claim);
+  await query.execute();
 }
 
 /** Drops keys past their retention; returns how many. */

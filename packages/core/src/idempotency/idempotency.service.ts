@@ -1,4 +1,4 @@
-import { createHash } from 'node:crypto';
+import { createHash, randomUUID } from 'node:crypto';
 import type { DB, Kysely } from '@vouch/db';
 import { canonicalJson } from '../shared/canonical-json.ts';
 import type { Clock } from '../shared/clock.ts';
@@ -48,6 +48,12 @@ export interface KeyedJob {
   scope: string;
   key: string;
   requestHash: string;
+  /**
+   * The claim's own job key (a new one each time the key is claimed): a retry of the claimed
+   * request joins that job, and a claim is given up only by the job it was made for. Absent in a
+   * job queued by a version before it.
+   */
+  claim?: string;
 }
 
 /**
@@ -136,6 +142,16 @@ export async function storeRefusal(
   });
 }
 
+/** The job key a claim made before claims named their job stands for (the key and the request). */
+function legacyJobKey(organizationId: string, keyed: KeyedJob): string {
+  return `idem-${createHash('sha256').update(`${organizationId}\n${keyed.scope}\n${keyed.key}\n${keyed.requestHash}`).digest('hex').slice(0, 40)}`;
+}
+
+/** Gives up the key's claim made for this request (and, when it names one, for this claim's job). */
+export function dropClaim(db: Kysely<DB>, organizationId: string, keyed: KeyedJob): Promise<void> {
+  return repo.dropClaim(db, { organizationId, ...keyed });
+}
+
 export function createIdempotencyService({ db, clock }: { db: Kysely<DB>; clock: Clock }) {
   return {
     /**
@@ -193,23 +209,42 @@ export function createIdempotencyService({ db, clock }: { db: Kysely<DB>; clock:
      * carries to store its own. A key stored for another request is IDEMPOTENCY_KEY_REUSED.
      */
     async forJob(req: IdempotentRequest): Promise<{ stored: StoredOutcome | null; keyed: KeyedJob; jobKey: string }> {
-      const keyed: KeyedJob = { scope: req.scope, key: req.key, requestHash: requestHash(req.request) };
-      // The job's id names the organization, the key and the request: a retry joins the job the
-      // first request queued (or its kept result, or queues it again when it is gone).
-      const jobKey = `idem-${createHash('sha256').update(`${req.organizationId}\n${req.scope}\n${req.key}\n${keyed.requestHash}`).digest('hex').slice(0, 40)}`;
-      const stored = await db.transaction().execute(async (trx) => {
+      const requestHashed = requestHash(req.request);
+      return db.transaction().execute(async (trx) => {
         const now = clock();
-        const found = await storedForJob(trx, req.organizationId, keyed, now);
-        // Claimed before the job is queued: from now on another request under the key is refused.
-        if (!found) await storeForJob(trx, req.organizationId, keyed, CLAIMED, now);
-        return found;
+        await repo.lockKey(trx, req.organizationId, req.scope, req.key);
+        const row = await repo.findLiveKey(trx, req.organizationId, req.scope, req.key, now);
+        if (row && row.request_hash !== requestHashed) throw new IdempotencyKeyReusedError();
+        const keyed: KeyedJob = { scope: req.scope, key: req.key, requestHash: requestHashed };
+        if (row && row.status_code !== CLAIMED.statusCode) {
+          return { stored: row.response as unknown as StoredOutcome, keyed, jobKey: '' };
+        }
+        // A retry of the claimed request joins the claim's job (queued, running, or kept). A new
+        // claim (none yet, or the key expired or given up) names a job of its own: the job of an
+        // earlier claim, kept past the key's 24 h, is not answered as this request's.
+        const claimed = (row?.response as { job?: unknown } | undefined)?.job;
+        if (row) {
+          const jobKey = typeof claimed === 'string' ? claimed : legacyJobKey(req.organizationId, keyed);
+          return { stored: null, keyed: { ...keyed, claim: jobKey }, jobKey };
+        }
+        const jobKey = `idem-${randomUUID()}`;
+        await repo.storeKey(trx, {
+          organizationId: req.organizationId,
+          scope: req.scope,
+          key: req.key,
+          requestHash: requestHashed,
+          statusCode: CLAIMED.statusCode,
+          response: JSON.stringify({ ...CLAIMED, job: jobKey }),
+          now,
+          expiresAt: new Date(now.getTime() + IDEMPOTENCY_TTL_MS),
+        });
+        return { stored: null, keyed: { ...keyed, claim: jobKey }, jobKey };
       });
-      return { stored, keyed, jobKey };
     },
 
     /** Gives the key up when its job could not be queued or did not end with an answer: a retry runs again. */
     dropClaim(organizationId: string, keyed: KeyedJob): Promise<void> {
-      return repo.dropClaim(db, { organizationId, ...keyed });
+      return dropClaim(db, organizationId, keyed);
     },
 
     /** Stores a refusal made before a job was queued (the job stores its own answers). */

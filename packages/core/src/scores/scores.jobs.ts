@@ -1,4 +1,4 @@
-import type { jobs, Processor } from '@vouch/jobs';
+import { jobs, type Processor } from '@vouch/jobs';
 import type { Services } from '../services.ts';
 
 interface ChunkResult {
@@ -7,11 +7,16 @@ interface ChunkResult {
   worker: string;
 }
 
-/** Batch scores: the parallel arrays applied atomically by one worker. */
+/**
+ * Batch scores: the parallel arrays applied atomically by one worker. Its last attempt, when it
+ * fails, gives the key's claim up (nobody may be waiting: the request was answered 202).
+ */
 export const batchScoresProcessor =
   (services: Services): Processor<typeof jobs.batchScores> =>
   (payload, ctx) =>
-    services.scores.applyBatch(payload.entries, ctx.jobId, payload.actor, payload.idempotency);
+    services.scores.applyBatch(payload.entries, ctx.jobId, payload.actor, payload.idempotency, {
+      lastAttempt: ctx.attempt >= jobs.batchScores.options.attempts,
+    });
 
 /** One chunk of a recomputation: the model over these agents, stored where it changed. */
 export const recomputeChunkProcessor =

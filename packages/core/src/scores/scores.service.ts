@@ -6,6 +6,7 @@ import { type Adjustment, emptyFeedbackCounts, withAdjustment } from '../erc8004
 import type { Evidence } from '../erc8004/erc8004.service.ts';
 import type { EventsService } from '../events/events.service.ts';
 import {
+  dropClaim,
   type KeyedJob,
   outcomeValue,
   refusalOutcome,
@@ -259,12 +260,21 @@ export function createScoresService({
      * key in the same transaction, a refusal in one of its own; an answer stored already is
      * answered again, and nothing is written.
      */
-    async applyBatch(entries: BatchEntry[], jobId: string, actor: Actor, keyed?: KeyedJob): Promise<BatchAnswer> {
+    async applyBatch(
+      entries: BatchEntry[],
+      jobId: string,
+      actor: Actor,
+      keyed?: KeyedJob,
+      run: { lastAttempt?: boolean } = {},
+    ): Promise<BatchAnswer> {
       try {
         return await apply(entries, jobId, actor, keyed);
       } catch (error) {
         const refused = keyed && refusalOutcome(error);
         if (keyed && refused) await storeRefusal(db, actor.organizationId, keyed, refused, clock());
+        // Failed for good, no answer: the claim is given up (docs/api.md), also when the request
+        // was answered 202 and nobody waits to give it up.
+        else if (keyed && run.lastAttempt) await dropClaim(db, actor.organizationId, keyed).catch(() => {});
         throw error;
       }
     },
