@@ -211,36 +211,50 @@ describe.each([
   );
 });
 
-describe('a batch that failed for good after the first request was answered 202', () => {
+describe.each([
+  ['in process', false],
+  ['on BullMQ', true],
+] as const)('a batch that failed for good after the first request was answered 202 (%s)', (_name, bullmq) => {
   let t: TestContext;
   beforeAll(async () => {
-    t = await createTestApp({ waitMs: 100 });
+    if (bullmq && !bullmqHere) return;
+    t = await createTestApp({
+      waitMs: 100,
+      ...(bullmq && { role: 'all' as const, env: { REDIS_URL: TEST_REDIS_URL, BULLMQ_PREFIX: `${prefix}-late` } }),
+    });
     // The real batch fails in its own transaction (not a refusal, not a dependency) for reason 0xfa11.
     await sql`CREATE FUNCTION review_fail_batch() RETURNS trigger LANGUAGE plpgsql AS $$
       BEGIN RAISE EXCEPTION 'batch broken'; END $$`.execute(t.database.db);
     await sql`CREATE TRIGGER review_fail_batch BEFORE INSERT ON score_events FOR EACH ROW
       WHEN (NEW.reason = '0xfa11') EXECUTE FUNCTION review_fail_batch()`.execute(t.database.db);
   });
-  afterAll(() => t?.close());
+  afterAll(async () => {
+    await t?.close();
+    if (bullmq && bullmqHere) await dropPrefix(`${prefix}-late`);
+  });
 
-  it('gives the claim up (docs/api.md): another request under the key is not refused', async () => {
-    const a = await createAgent(t.app);
-    const first = await post(
-      t.app,
-      '/api/agents/batch-scores',
-      { agents: [a], scores: [300], reasons: ['0xfa11'] },
-      { 'idempotency-key': 'batch-failed-late' },
-    );
-    expect(first.statusCode, first.body).toBe(202);
-    await expect
-      .poll(async () => (await get(t.app, `/api/jobs/${first.json().data.jobId}`)).json().data.status, {
-        timeout: 15_000,
-      })
-      .toBe('failed');
-    const other = await batch(t, 'batch-failed-late', [a], [400]);
-    expect(other.statusCode, other.body).toBe(200);
-    expect((await get(t.app, `/api/agents/${a}/score`)).json().data.score).toBe(400);
-  }, 30_000);
+  it.runIf(!bullmq || bullmqHere)(
+    'gives the claim up (docs/api.md): another request under the key is not refused',
+    async () => {
+      const a = await createAgent(t.app);
+      const first = await post(
+        t.app,
+        '/api/agents/batch-scores',
+        { agents: [a], scores: [300], reasons: ['0xfa11'] },
+        { 'idempotency-key': 'batch-failed-late' },
+      );
+      expect(first.statusCode, first.body).toBe(202);
+      await expect
+        .poll(async () => (await get(t.app, `/api/jobs/${first.json().data.jobId}`)).json().data.status, {
+          timeout: 15_000,
+        })
+        .toBe('failed');
+      const other = await batch(t, 'batch-failed-late', [a], [400]);
+      expect(other.statusCode, other.body).toBe(200);
+      expect((await get(t.app, `/api/agents/${a}/score`)).json().data.score).toBe(400);
+    },
+    30_000,
+  );
 });
 
 describe('the same request under a key that expired (24 h), its job still kept', () => {
