@@ -80,7 +80,7 @@ export async function idempotentJob<R>(
   request: FastifyRequest,
   reply: FastifyReply,
   job: { queue: string },
-  work: (keyed?: { keyed: KeyedJob; jobKey: string }) => Promise<RunOutcome<R>>,
+  work: (keyed?: { keyed: KeyedJob; jobKey: string; joined: boolean }) => Promise<RunOutcome<R>>,
 ) {
   const key = (request.headers['idempotency-key'] as string | undefined) ?? undefined;
   if (!key) return answer(reply, await work());

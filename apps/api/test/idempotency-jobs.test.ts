@@ -1,7 +1,10 @@
 import { sql } from '@vouch/db';
 import type { Processors } from '@vouch/jobs';
 import {
+  bearer,
   createAgent,
+  createKey,
+  createOrganizationKey,
   createTestApp,
   dropPrefix,
   get,
@@ -281,4 +284,57 @@ describe('the same request under a key that expired (24 h), its job still kept',
     const replay = await batch(t, 'batch-expired', [a], [640]);
     expect(replay.headers['idempotency-replayed']).toBe('true');
   });
+});
+
+describe('a retry by another key of the organization while the first batch waits for its worker', () => {
+  const ADMIN = 'review-admin-key-0123456789abcdef';
+  const gate = gated();
+  let t: TestContext;
+  beforeAll(async () => {
+    t = await createTestApp({
+      processors: gate.processors,
+      waitMs: 100,
+      edge: { auth: { mode: 'on', adminKey: ADMIN } },
+    });
+  });
+  afterAll(() => t?.close());
+
+  it('joins the job the first request queued: one answer, the batch applied', async () => {
+    const alpha = await createOrganizationKey(t.app, ADMIN, 'alpha');
+    // The operator acts in the default organization; so does this key of it.
+    const scorer = await createKey(t.app, ADMIN, { name: 'default-scorer', scopes: ['read', 'score'] });
+    const agent = randomAddress();
+    expect((await post(t.app, '/api/agents/register', { address: agent }, bearer(alpha))).statusCode).toBe(201);
+    const body = { agents: [agent], scores: [820], reasons: ['0x01'] };
+    const first = await post(t.app, '/api/agents/batch-scores', body, {
+      ...bearer(ADMIN),
+      'idempotency-key': 'shared',
+    });
+    expect(first.statusCode, first.body).toBe(202);
+    const retry = await post(t.app, '/api/agents/batch-scores', body, {
+      ...bearer(scorer),
+      'idempotency-key': 'shared',
+    });
+    // docs/api.md: a retry while the job runs waits for that job (202, the same job id), or its answer.
+    const job = async () =>
+      (await t.app.inject({ url: `/api/jobs/${first.json().data.jobId}`, headers: bearer(ADMIN) })).json().data;
+    gate.release();
+    await expect.poll(async () => (await job()).status, { timeout: 10_000 }).not.toBe('waiting');
+    await expect.poll(async () => (await job()).status, { timeout: 10_000 }).not.toBe('active');
+    expect(await job(), retry.body).toMatchObject({ status: 'completed' });
+    await expect
+      .poll(
+        async () =>
+          (await t.app.inject({ url: `/api/jobs/${first.json().data.jobId}`, headers: bearer(ADMIN) })).json().data
+            .status,
+        {
+          timeout: 10_000,
+        },
+      )
+      .toBe('completed');
+    expect(retry.statusCode, retry.body).toBe(202);
+    expect((await t.app.inject({ url: `/api/agents/${agent}/score`, headers: bearer(alpha) })).json().data.score).toBe(
+      820,
+    );
+  }, 30_000);
 });

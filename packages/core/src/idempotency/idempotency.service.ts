@@ -207,8 +207,11 @@ export function createIdempotencyService({ db, clock }: { db: Kysely<DB>; clock:
      * For a request whose work a job does: the answer stored under its key (null: none yet, so
      * the job runs, or joins the one queued under the same key and request), and what the job
      * carries to store its own. A key stored for another request is IDEMPOTENCY_KEY_REUSED.
+     * `joined`: the key was claimed already for this request, whose job this one joins.
      */
-    async forJob(req: IdempotentRequest): Promise<{ stored: StoredOutcome | null; keyed: KeyedJob; jobKey: string }> {
+    async forJob(
+      req: IdempotentRequest,
+    ): Promise<{ stored: StoredOutcome | null; keyed: KeyedJob; jobKey: string; joined: boolean }> {
       const requestHashed = requestHash(req.request);
       return db.transaction().execute(async (trx) => {
         const now = clock();
@@ -217,7 +220,7 @@ export function createIdempotencyService({ db, clock }: { db: Kysely<DB>; clock:
         if (row && row.request_hash !== requestHashed) throw new IdempotencyKeyReusedError();
         const keyed: KeyedJob = { scope: req.scope, key: req.key, requestHash: requestHashed };
         if (row && row.status_code !== CLAIMED.statusCode) {
-          return { stored: row.response as unknown as StoredOutcome, keyed, jobKey: '' };
+          return { stored: row.response as unknown as StoredOutcome, keyed, jobKey: '', joined: false };
         }
         // A retry of the claimed request joins the claim's job (queued, running, or kept). A new
         // claim (none yet, or the key expired or given up) names a job of its own: the job of an
@@ -225,7 +228,7 @@ export function createIdempotencyService({ db, clock }: { db: Kysely<DB>; clock:
         const claimed = (row?.response as { job?: unknown } | undefined)?.job;
         if (row) {
           const jobKey = typeof claimed === 'string' ? claimed : legacyJobKey(req.organizationId, keyed);
-          return { stored: null, keyed: { ...keyed, claim: jobKey }, jobKey };
+          return { stored: null, keyed: { ...keyed, claim: jobKey }, jobKey, joined: true };
         }
         const jobKey = `idem-${randomUUID()}`;
         await repo.storeKey(trx, {
@@ -238,7 +241,7 @@ export function createIdempotencyService({ db, clock }: { db: Kysely<DB>; clock:
           now,
           expiresAt: new Date(now.getTime() + IDEMPOTENCY_TTL_MS),
         });
-        return { stored: null, keyed: { ...keyed, claim: jobKey }, jobKey };
+        return { stored: null, keyed: { ...keyed, claim: jobKey }, jobKey, joined: false };
       });
     },
 

@@ -72,13 +72,13 @@ export function createScoringJobs({
   return {
     /**
      * Validates the whole batch here, before anything is queued; a worker applies it atomically.
-     * Under an Idempotency-Key (`keyed`, from `idempotency.forJob`) the job's id is the key's, so a
-     * retry joins the first request's job, and the worker stores the answer under the key.
+     * Under an Idempotency-Key (`keyed`, from `idempotency.forJob`) the job's id is the key's claim's,
+     * so a retry joins the first request's job, and the worker stores the answer under the key.
      */
     async batch(
       actor: Actor,
       input: BatchInput,
-      keyed?: { keyed: KeyedJob; jobKey: string },
+      keyed?: { keyed: KeyedJob; jobKey: string; joined?: boolean },
     ): Promise<RunOutcome<{ updated: number; agents: Array<{ address: string; score: number; grade: string }> }>> {
       const { agents, scores: values, reasons } = input;
       if (agents.length !== values.length || agents.length !== reasons.length) {
@@ -100,7 +100,11 @@ export function createScoringJobs({
           duplicates.map((i) => ({ path: `body.agents[${i}]`, message: `${agents[i]} appears more than once` })),
         );
       }
-      await scores.assertBatchable(agents, actor);
+      // A retry of a claimed request joins the job the claim queued: what the agents are now, or
+      // who this retry is (another key of the organization), must not refuse it here. Such a
+      // refusal would be stored as the key's answer and refuse the first request's job. The worker
+      // checks registration and ownership itself, for the job's actor.
+      if (!keyed?.joined) await scores.assertBatchable(agents, actor);
       const entries: BatchEntry[] = agents.map((address, i) => ({
         address,
         score: values[i] as number,
