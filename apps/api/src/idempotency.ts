@@ -92,9 +92,10 @@ export async function idempotentJob<R>(
     request: { params: request.params, body: request.body ?? {} },
   });
   if (claim.stored) {
-    // The job the key names, as the first answer said (it may be gone from the queue by now).
-    reply.header('idempotency-replayed', 'true').header('x-job-id', `${job.queue}-${claim.jobKey}`);
+    reply.header('idempotency-replayed', 'true');
     if (!claim.stored.ok) throw rebuildError(claim.stored);
+    // The job that answered, as the first answer named it (it may be gone from the queue by now).
+    if (claim.jobKey) reply.header('x-job-id', `${job.queue}-${claim.jobKey}`);
     reply.code(claim.stored.statusCode);
     return ok(claim.stored.data as R);
   }

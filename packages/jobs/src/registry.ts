@@ -66,7 +66,7 @@ export const jobs = {
       actor: jobActor,
       /** The request's Idempotency-Key: the batch's answer is stored under it with its scores. */
       idempotency: z
-        .object({ scope: z.string(), key: z.string(), requestHash: z.string(), claim: z.string().optional() })
+        .object({ scope: z.string(), key: z.string(), requestHash: z.string(), claim: z.string() })
         .optional(),
     }),
     result: z.object({ updated: z.number().int(), agents: z.array(scoredAgent) }),

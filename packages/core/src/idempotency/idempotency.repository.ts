@@ -65,18 +65,18 @@ export async function storeKey(
 /** Drops a key's claim (status 0) made for this request, when its job could not be queued or failed for good. */
 export async function dropClaim(
   db: Executor,
-  v: { organizationId: string; scope: string; key: string; requestHash: string; claim?: string | undefined },
+  v: { organizationId: string; scope: string; key: string; requestHash: string; claim: string },
 ): Promise<void> {
-  let query = db
+  await db
     .deleteFrom('idempotency_keys')
     .where('organization_id', '=', v.organizationId)
     .where('scope', '=', v.scope)
     .where('key', '=', v.key)
     .where('request_hash', '=', v.requestHash)
-    .where('status_code', '=', 0);
-  // Only the claim made for this job: a later claim of the same request (its own job) stays.
-  if (v.claim !== undefined) query = query.where(sql<string>`response->>'job'`, '=', v.claim);
-  await query.execute();
+    .where('status_code', '=', 0)
+    // Only the claim made for this job: a later claim of the same request (its own job) stays.
+    .where(sql<string>`response->>'job'`, '=', v.claim)
+    .execute();
 }
 
 /** Drops keys past their retention; returns how many. */

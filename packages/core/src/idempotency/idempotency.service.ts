@@ -24,6 +24,8 @@ export interface StoredOutcome {
   ok: boolean;
   data?: unknown;
   error?: { code: DomainError['code']; message: string; details?: unknown };
+  /** A queued request's: the job key its claim named (its answer's `X-Job-Id`). */
+  job?: string;
 }
 
 /**
@@ -50,10 +52,9 @@ export interface KeyedJob {
   requestHash: string;
   /**
    * The claim's own job key (a new one each time the key is claimed): a retry of the claimed
-   * request joins that job, and a claim is given up only by the job it was made for. Absent in a
-   * job queued by a version before it.
+   * request joins that job, and a claim is given up only by the job it was made for.
    */
-  claim?: string;
+  claim: string;
 }
 
 /**
@@ -119,7 +120,8 @@ export function storeForJob(
     key: keyed.key,
     requestHash: keyed.requestHash,
     statusCode: outcome.statusCode,
-    response: JSON.stringify(outcome),
+    // With the claim's job: a replay names it (`X-Job-Id`) as the first answer did.
+    response: JSON.stringify({ ...outcome, job: keyed.claim }),
     now,
     expiresAt: new Date(now.getTime() + IDEMPOTENCY_TTL_MS),
   });
@@ -140,11 +142,6 @@ export async function storeRefusal(
     if (!(await storedForJob(trx, organizationId, keyed, now)))
       await storeForJob(trx, organizationId, keyed, outcome, now);
   });
-}
-
-/** The job key a claim made before claims named their job stands for (the key and the request). */
-function legacyJobKey(organizationId: string, keyed: KeyedJob): string {
-  return `idem-${createHash('sha256').update(`${organizationId}\n${keyed.scope}\n${keyed.key}\n${keyed.requestHash}`).digest('hex').slice(0, 40)}`;
 }
 
 /** Gives up the key's claim made for this request (and, when it names one, for this claim's job). */
@@ -218,17 +215,17 @@ export function createIdempotencyService({ db, clock }: { db: Kysely<DB>; clock:
         await repo.lockKey(trx, req.organizationId, req.scope, req.key);
         const row = await repo.findLiveKey(trx, req.organizationId, req.scope, req.key, now);
         if (row && row.request_hash !== requestHashed) throw new IdempotencyKeyReusedError();
-        const keyed: KeyedJob = { scope: req.scope, key: req.key, requestHash: requestHashed };
-        if (row && row.status_code !== CLAIMED.statusCode) {
-          return { stored: row.response as unknown as StoredOutcome, keyed, jobKey: '', joined: false };
+        const keyed = { scope: req.scope, key: req.key, requestHash: requestHashed };
+        const outcome = row?.response as unknown as StoredOutcome | undefined;
+        if (row && outcome && row.status_code !== CLAIMED.statusCode) {
+          const jobKey = outcome.job ?? '';
+          return { stored: outcome, keyed: { ...keyed, claim: jobKey }, jobKey, joined: false };
         }
         // A retry of the claimed request joins the claim's job (queued, running, or kept). A new
         // claim (none yet, or the key expired or given up) names a job of its own: the job of an
         // earlier claim, kept past the key's 24 h, is not answered as this request's.
-        const claimed = (row?.response as { job?: unknown } | undefined)?.job;
-        if (row) {
-          const jobKey = typeof claimed === 'string' ? claimed : legacyJobKey(req.organizationId, keyed);
-          return { stored: null, keyed: { ...keyed, claim: jobKey }, jobKey, joined: true };
+        if (row && typeof outcome?.job === 'string') {
+          return { stored: null, keyed: { ...keyed, claim: outcome.job }, jobKey: outcome.job, joined: true };
         }
         const jobKey = `idem-${randomUUID()}`;
         await repo.storeKey(trx, {

@@ -1,4 +1,4 @@
-import type { DB, Kysely } from '@vouch/db';
+import { type DB, isDatabaseUnavailable, type Kysely } from '@vouch/db';
 import type { ComputeInput } from '@vouch/schemas';
 import { colorFor, gradeFor } from '../agents/agents.model.ts';
 import type { AuditService } from '../audit/audit.service.ts';
@@ -274,7 +274,10 @@ export function createScoresService({
         if (keyed && refused) await storeRefusal(db, actor.organizationId, keyed, refused, clock());
         // Failed for good, no answer: the claim is given up (docs/api.md), also when the request
         // was answered 202 and nobody waits to give it up.
-        else if (keyed && run.lastAttempt) await dropClaim(db, actor.organizationId, keyed).catch(() => {});
+        // A database that is away is waited for without spending an attempt (docs/jobs.md): the
+        // job is not over, and keeps its claim.
+        else if (keyed && run.lastAttempt && !isDatabaseUnavailable(error))
+          await dropClaim(db, actor.organizationId, keyed).catch(() => {});
         throw error;
       }
     },
