@@ -12,6 +12,7 @@ import {
   randomAddress,
   redisAvailable,
   TEST_REDIS_URL,
+  type TestAppOptions,
   type TestContext,
   testPrefix,
 } from '@vouch/testkit';
@@ -114,9 +115,22 @@ function gated() {
 const hasRedis = await redisAvailable();
 const prefix = testPrefix('idempotency-jobs');
 const bullmqHere = hasRedis && inject('testDbMode') === 'postgres';
+const prefixes: string[] = [];
 afterAll(async () => {
-  if (bullmqHere) await dropPrefix(prefix);
+  for (const used of prefixes) await dropPrefix(used);
 });
+
+/** The app with the in-process runner, or on BullMQ (workers in this process) under a Redis prefix of its own. */
+function appOn(bullmq: boolean, options: TestAppOptions): Promise<TestContext> {
+  if (!bullmq) return createTestApp(options);
+  const own = `${prefix}-${prefixes.length + 1}`;
+  prefixes.push(own);
+  return createTestApp({
+    ...options,
+    role: 'all',
+    env: { ...options.env, REDIS_URL: TEST_REDIS_URL, BULLMQ_PREFIX: own },
+  });
+}
 
 describe.each([
   ['in process', false],
@@ -126,11 +140,7 @@ describe.each([
   let t: TestContext;
   beforeAll(async () => {
     if (bullmq && !bullmqHere) return;
-    t = await createTestApp({
-      processors: gate.processors,
-      waitMs: 100,
-      ...(bullmq && { role: 'all' as const, env: { REDIS_URL: TEST_REDIS_URL, BULLMQ_PREFIX: prefix } }),
-    });
+    t = await appOn(bullmq, { processors: gate.processors, waitMs: 100 });
   });
   afterAll(() => t?.close());
 
@@ -176,7 +186,7 @@ describe.each([
   let t: TestContext;
   beforeAll(async () => {
     if (bullmq && !bullmqHere) return;
-    t = await createTestApp({
+    t = await appOn(bullmq, {
       // Every attempt of the first job fails (3, 1 s then 2 s apart); the job run again succeeds.
       processors: (real) => ({
         ...real,
@@ -186,13 +196,9 @@ describe.each([
         },
       }),
       waitMs: 15_000,
-      ...(bullmq && { role: 'all' as const, env: { REDIS_URL: TEST_REDIS_URL, BULLMQ_PREFIX: `${prefix}-failed` } }),
     });
   });
-  afterAll(async () => {
-    await t?.close();
-    if (bullmq && bullmqHere) await dropPrefix(`${prefix}-failed`);
-  });
+  afterAll(() => t?.close());
 
   it.runIf(!bullmq || bullmqHere)(
     'runs the batch again under the same key: the failure was no answer',
@@ -221,20 +227,14 @@ describe.each([
   let t: TestContext;
   beforeAll(async () => {
     if (bullmq && !bullmqHere) return;
-    t = await createTestApp({
-      waitMs: 100,
-      ...(bullmq && { role: 'all' as const, env: { REDIS_URL: TEST_REDIS_URL, BULLMQ_PREFIX: `${prefix}-late` } }),
-    });
+    t = await appOn(bullmq, { waitMs: 100 });
     // The real batch fails in its own transaction (not a refusal, not a dependency) for reason 0xfa11.
-    await sql`CREATE FUNCTION review_fail_batch() RETURNS trigger LANGUAGE plpgsql AS $$
+    await sql`CREATE FUNCTION fail_marked_batch() RETURNS trigger LANGUAGE plpgsql AS $$
       BEGIN RAISE EXCEPTION 'batch broken'; END $$`.execute(t.database.db);
-    await sql`CREATE TRIGGER review_fail_batch BEFORE INSERT ON score_events FOR EACH ROW
-      WHEN (NEW.reason = '0xfa11') EXECUTE FUNCTION review_fail_batch()`.execute(t.database.db);
+    await sql`CREATE TRIGGER fail_marked_batch BEFORE INSERT ON score_events FOR EACH ROW
+      WHEN (NEW.reason = '0xfa11') EXECUTE FUNCTION fail_marked_batch()`.execute(t.database.db);
   });
-  afterAll(async () => {
-    await t?.close();
-    if (bullmq && bullmqHere) await dropPrefix(`${prefix}-late`);
-  });
+  afterAll(() => t?.close());
 
   it.runIf(!bullmq || bullmqHere)(
     'gives the claim up (docs/api.md): another request under the key is not refused',
@@ -287,7 +287,7 @@ describe('the same request under a key that expired (24 h), its job still kept',
 });
 
 describe('a retry by another key of the organization while the first batch waits for its worker', () => {
-  const ADMIN = 'review-admin-key-0123456789abcdef';
+  const ADMIN = 'idempotency-jobs-admin-0123456789abcdef';
   const gate = gated();
   let t: TestContext;
   beforeAll(async () => {
