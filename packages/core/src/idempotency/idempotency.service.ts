@@ -144,7 +144,7 @@ export async function storeRefusal(
   });
 }
 
-/** Gives up the key's claim made for this request (and, when it names one, for this claim's job). */
+/** Gives up the key's claim made for this request and this claim's job (a later claim of it stays). */
 export function dropClaim(db: Kysely<DB>, organizationId: string, keyed: KeyedJob): Promise<void> {
   return repo.dropClaim(db, { organizationId, ...keyed });
 }
