@@ -204,7 +204,7 @@ describe('POST /api/scores/anomaly-check', () => {
     expect(data.riskScore).toBe(25);
     const stored = await t.database.db.selectFrom('anomaly_checks').selectAll().where('agent', '=', agent).execute();
     expect(stored).toHaveLength(1);
-    expect(stored[0]).toMatchObject({ risk_score: 25, severity: 'MEDIUM', type: 1, amount: '50000' });
+    expect(stored[0]).toMatchObject({ risk_score: 25, severity: 'MEDIUM', type: 1, amount: '50000', asset: '' });
   });
 
   it('judges an amount against the history in its own asset, and stores the check as the caller’s', async () => {
@@ -236,10 +236,15 @@ describe('POST /api/scores/anomaly-check', () => {
     ).toBe(400);
     const stored = await t.database.db
       .selectFrom('anomaly_checks')
-      .select('organization_id')
+      .select(['organization_id', 'amount', 'asset'])
       .where('agent', '=', agent)
+      .orderBy('id')
       .execute();
-    expect(stored).toEqual([{ organization_id: 'default' }, { organization_id: 'default' }]);
+    // Each amount with the asset it is in.
+    expect(stored).toEqual([
+      { organization_id: 'default', amount: '50000000', asset: usdc },
+      { organization_id: 'default', amount: '50000000', asset: '' },
+    ]);
   });
 
   it('takes the hourly average over a history recorded from before the agent was first seen', async () => {

@@ -279,6 +279,8 @@ export interface AnomalyChecksTable {
   agent: string;
   tx_hash: string | null;
   amount: Uint256 | null;
+  /** The asset `amount` is in ('' the chain's native unit). Null: stored before the asset was kept. */
+  asset: string | null;
   type: number | null;
   anomaly_detected: boolean;
   risk_score: number;

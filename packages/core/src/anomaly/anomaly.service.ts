@@ -86,6 +86,7 @@ export function createAnomalyService({ db, clock, sanctions, verification, thres
         agent: input.agent,
         tx_hash: input.txHash ?? null,
         amount: input.amount,
+        asset: input.asset ?? '',
         type: input.type,
         anomaly_detected: result.anomalyDetected,
         risk_score: result.riskScore,

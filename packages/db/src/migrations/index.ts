@@ -25,6 +25,7 @@ import * as erc8004MintedTo from './20261212000000-erc8004-minted-to.ts';
 import * as transactionsMovedToken from './20261213000000-transactions-moved-token.ts';
 import * as ownerNotifyBudgets from './20261214000000-owner-notify-budgets.ts';
 import * as anomalyChecksLatest from './20261215000000-anomaly-checks-latest.ts';
+import * as anomalyChecksAsset from './20261216000000-anomaly-checks-asset.ts';
 
 /** Every migration, in order. Names are timestamped; never rename or reorder a landed one. */
 export const migrations: Record<string, Migration> = {
@@ -54,4 +55,5 @@ export const migrations: Record<string, Migration> = {
   '20261213000000-transactions-moved-token': transactionsMovedToken,
   '20261214000000-owner-notify-budgets': ownerNotifyBudgets,
   '20261215000000-anomaly-checks-latest': anomalyChecksLatest,
+  '20261216000000-anomaly-checks-asset': anomalyChecksAsset,
 };
