@@ -80,7 +80,7 @@ export async function idempotentJob<R>(
   request: FastifyRequest,
   reply: FastifyReply,
   job: { queue: string },
-  work: (keyed?: { keyed: KeyedJob; jobKey: string; joined: boolean }) => Promise<RunOutcome<R>>,
+  work: (keyed?: { keyed: KeyedJob; joined: boolean }) => Promise<RunOutcome<R>>,
 ) {
   const key = (request.headers['idempotency-key'] as string | undefined) ?? undefined;
   if (!key) return answer(reply, await work());
@@ -95,7 +95,7 @@ export async function idempotentJob<R>(
     reply.header('idempotency-replayed', 'true');
     if (!claim.stored.ok) throw rebuildError(claim.stored);
     // The job that answered, as the first answer named it (it may be gone from the queue by now).
-    if (claim.jobKey) reply.header('x-job-id', `${job.queue}-${claim.jobKey}`);
+    if (claim.keyed.claim) reply.header('x-job-id', `${job.queue}-${claim.keyed.claim}`);
     reply.code(claim.stored.statusCode);
     return ok(claim.stored.data as R);
   }

@@ -13,6 +13,7 @@ import {
   AgentNotRegisteredError,
   ForbiddenError,
 } from '../shared/errors.ts';
+import { inTransaction } from '../shared/transaction.ts';
 import { colorFor, type Grade, gradeFor, gradeRange } from './agents.model.ts';
 import * as repo from './agents.repository.ts';
 
@@ -188,8 +189,7 @@ export function createAgentsService({
         if (!row) throw new AgentAlreadyRegisteredError(input.address);
         await audit.append(trx, actor, 'agent.registered', input.address, { owner: input.owner ?? null }, now);
       };
-      if (executor.isTransaction) await run(executor);
-      else await db.transaction().execute(run);
+      await inTransaction(db, executor, run);
       afterCommit(() => cache?.invalidate('agents', input.address)); // a "not found" may be cached
       const full = await repo.findAgentWithActivity(executor, input.address);
       if (!full) throw new AgentNotFoundError(input.address);
@@ -255,7 +255,7 @@ export function createAgentsService({
         );
         return written;
       };
-      const written = executor.isTransaction ? await run(executor) : await db.transaction().execute(run);
+      const written = await inTransaction(db, executor, run);
       afterCommit(() => {
         // Read your own write: this process's cached score goes before the answer does.
         cache?.invalidate('agents', address);

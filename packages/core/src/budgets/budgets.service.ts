@@ -18,6 +18,7 @@ import {
   DomainError,
   ValidationError,
 } from '../shared/errors.ts';
+import { inTransaction } from '../shared/transaction.ts';
 import { type BudgetState, dayStart, evaluateSpend, monthStart, windowsAt } from './budgets.model.ts';
 import * as repo from './budgets.repository.ts';
 
@@ -231,7 +232,7 @@ export function createBudgetsService({ db, clock, audit, events, budgetThreshold
         );
         return row;
       };
-      const row = executor.isTransaction ? await run(executor) : await db.transaction().execute(run);
+      const row = await inTransaction(db, executor, run);
       // Read your own write: the next check in this process sees the new limits.
       afterCommit(() => cache?.invalidate('budgets', address));
       return toBudget(row, now);

@@ -9,6 +9,7 @@ import type { AuditService } from '../audit/audit.service.ts';
 import type { Actor } from '../shared/actor.ts';
 import { type Clock, toUnixSeconds } from '../shared/clock.ts';
 import { AgentNotFoundError, AgentNotRegisteredError, DomainError, ServiceUnavailableError } from '../shared/errors.ts';
+import { inTransaction } from '../shared/transaction.ts';
 import {
   ChainCallRevertedError,
   type ChainLog,
@@ -848,8 +849,7 @@ export function createErc8004Service({ db, clock, audit, chain, options, onAgent
           now,
         );
       };
-      if (scope.isTransaction) await store(scope);
-      else await db.transaction().execute(store);
+      await inTransaction(db, scope, store);
       return {
         id,
         agent: address,

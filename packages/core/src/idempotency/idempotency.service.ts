@@ -51,8 +51,9 @@ export interface KeyedJob {
   key: string;
   requestHash: string;
   /**
-   * The claim's own job key (a new one each time the key is claimed): a retry of the claimed
-   * request joins that job, and a claim is given up only by the job it was made for.
+   * The claim's own job key (a new one each time the key is claimed; the job's id is
+   * `<queue>-<claim>`): a retry of the claimed request joins that job, and a claim is given up
+   * only by the job it was made for.
    */
   claim: string;
 }
@@ -202,13 +203,11 @@ export function createIdempotencyService({ db, clock }: { db: Kysely<DB>; clock:
 
     /**
      * For a request whose work a job does: the answer stored under its key (null: none yet, so
-     * the job runs, or joins the one queued under the same key and request), and what the job
-     * carries to store its own. A key stored for another request is IDEMPOTENCY_KEY_REUSED.
-     * `joined`: the key was claimed already for this request, whose job this one joins.
+     * the job runs under the claim's id, or joins the one its earlier claim queued), and what the
+     * job carries to store its own. A key claimed or stored for another request is
+     * IDEMPOTENCY_KEY_REUSED. `joined`: the key was claimed already for this request.
      */
-    async forJob(
-      req: IdempotentRequest,
-    ): Promise<{ stored: StoredOutcome | null; keyed: KeyedJob; jobKey: string; joined: boolean }> {
+    async forJob(req: IdempotentRequest): Promise<{ stored: StoredOutcome | null; keyed: KeyedJob; joined: boolean }> {
       const requestHashed = requestHash(req.request);
       return db.transaction().execute(async (trx) => {
         const now = clock();
@@ -218,27 +217,26 @@ export function createIdempotencyService({ db, clock }: { db: Kysely<DB>; clock:
         const keyed = { scope: req.scope, key: req.key, requestHash: requestHashed };
         const outcome = row?.response as unknown as StoredOutcome | undefined;
         if (row && outcome && row.status_code !== CLAIMED.statusCode) {
-          const jobKey = outcome.job ?? '';
-          return { stored: outcome, keyed: { ...keyed, claim: jobKey }, jobKey, joined: false };
+          return { stored: outcome, keyed: { ...keyed, claim: outcome.job ?? '' }, joined: false };
         }
         // A retry of the claimed request joins the claim's job (queued, running, or kept). A new
         // claim (none yet, or the key expired or given up) names a job of its own: the job of an
         // earlier claim, kept past the key's 24 h, is not answered as this request's.
         if (row && typeof outcome?.job === 'string') {
-          return { stored: null, keyed: { ...keyed, claim: outcome.job }, jobKey: outcome.job, joined: true };
+          return { stored: null, keyed: { ...keyed, claim: outcome.job }, joined: true };
         }
-        const jobKey = `idem-${randomUUID()}`;
+        const claim = `idem-${randomUUID()}`;
         await repo.storeKey(trx, {
           organizationId: req.organizationId,
           scope: req.scope,
           key: req.key,
           requestHash: requestHashed,
           statusCode: CLAIMED.statusCode,
-          response: JSON.stringify({ ...CLAIMED, job: jobKey }),
+          response: JSON.stringify({ ...CLAIMED, job: claim }),
           now,
           expiresAt: new Date(now.getTime() + IDEMPOTENCY_TTL_MS),
         });
-        return { stored: null, keyed: { ...keyed, claim: jobKey }, jobKey, joined: false };
+        return { stored: null, keyed: { ...keyed, claim }, joined: false };
       });
     },
 

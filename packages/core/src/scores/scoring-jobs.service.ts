@@ -78,7 +78,7 @@ export function createScoringJobs({
     async batch(
       actor: Actor,
       input: BatchInput,
-      keyed?: { keyed: KeyedJob; jobKey: string; joined?: boolean },
+      keyed?: { keyed: KeyedJob; joined?: boolean },
     ): Promise<RunOutcome<{ updated: number; agents: Array<{ address: string; score: number; grade: string }> }>> {
       const { agents, scores: values, reasons } = input;
       if (agents.length !== values.length || agents.length !== reasons.length) {
@@ -113,7 +113,7 @@ export function createScoringJobs({
       const outcome = await runner.run(
         jobs.batchScores,
         { entries, actor: jobActorOf(actor), ...(keyed && { idempotency: keyed.keyed }) },
-        keyed && { jobKey: keyed.jobKey },
+        keyed && { jobKey: keyed.keyed.claim },
       );
       // Read your own write: the cached scores go before the answer does, not when the notification comes.
       if (outcome.state === 'completed') for (const address of agents) cache?.invalidate('agents', address);

@@ -14,6 +14,7 @@ import type { Actor } from '../shared/actor.ts';
 import { type Clock, toUnixSeconds } from '../shared/clock.ts';
 import { idFromCursor, page } from '../shared/cursor.ts';
 import { AgentNotFoundError, TransactionConflictError, ValidationError } from '../shared/errors.ts';
+import { inTransaction } from '../shared/transaction.ts';
 import * as repo from './transactions.repository.ts';
 
 export interface TransactionsDeps {
@@ -133,7 +134,7 @@ export function createTransactionsService({
         if (!existing) throw new Error('transaction vanished between insert and read');
         return { created: false, row: existing };
       };
-      const { created, row } = executor.isTransaction ? await run(executor) : await db.transaction().execute(run);
+      const { created, row } = await inTransaction(db, executor, run);
       if (!created) {
         const fields = conflictingFields(row, input);
         if (fields.length) throw new TransactionConflictError(input.txHash, fields);
