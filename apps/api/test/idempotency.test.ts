@@ -1,15 +1,50 @@
 import { DomainError, ServiceUnavailableError } from '@vouch/core';
 import { sql } from '@vouch/db';
-import { createAgentWithBudget, createTestApp, get, post, randomAddress, type TestContext } from '@vouch/testkit';
+import {
+  createAgent,
+  createAgentWithBudget,
+  createTestApp,
+  get,
+  post,
+  type Receiver,
+  randomAddress,
+  startReceiver,
+  type TestContext,
+} from '@vouch/testkit';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { idempotent } from '../src/idempotency.ts';
 
 let t: TestContext;
+let receiver: Receiver;
 beforeAll(async () => {
-  t = await createTestApp();
+  receiver = await startReceiver();
+  t = await createTestApp({ env: { WEBHOOK_ALLOW_PRIVATE_TARGETS: 'on', WEBHOOK_SWEEP_INTERVAL_MS: '3600000' } });
 });
-afterAll(() => t.close());
+afterAll(async () => {
+  await t.close();
+  await receiver.close();
+});
+
+/** Sends `body` to `url` under `key`, then again: both answer alike, the second replayed. Returns the first answer's data. */
+async function sentTwice(url: string, key: string, body: unknown, status: number) {
+  const send = () => post(t.app, url, body, { 'idempotency-key': key });
+  const answered = await send();
+  expect(answered.statusCode, answered.body).toBe(status);
+  const replayed = await send();
+  expect([replayed.statusCode, replayed.headers['idempotency-replayed']], replayed.body).toEqual([status, 'true']);
+  expect(replayed.json()).toEqual(answered.json());
+  return answered.json().data;
+}
+
+/** How many audit entries of `action` name this webhook. */
+async function audited(action: string, webhookId: string): Promise<number> {
+  const { rows } = await sql<{ n: number }>`
+    SELECT count(*)::int AS n FROM audit_log WHERE action = ${action} AND entry::jsonb->'details'->>'webhookId' = ${webhookId}`.execute(
+    t.database.db,
+  );
+  return rows[0]?.n ?? -1;
+}
 
 /** What `idempotent` reads of a request under `key`, acting anonymously in the default organization. */
 const requestWith = (key: string) =>
@@ -123,5 +158,88 @@ describe('the contract’s other writes under an Idempotency-Key', () => {
       .where('action', '=', 'budget.set')
       .execute();
     expect(entries).toHaveLength(1);
+  });
+});
+
+describe('the settings’ writes under an Idempotency-Key', () => {
+  it('create a webhook, rotate its secret, send a test, retry a delivery and ask a replay once each', async () => {
+    const url = `${receiver.url}/idempotent-${randomAddress()}`;
+    const body = { url, eventTypes: ['grade.changed'] };
+    const created = await sentTwice('/api/webhooks', `webhook-${url}`, body, 201);
+    expect(created.secret).toMatch(/^whsec_/);
+    const listed = (await get(t.app, '/api/webhooks')).json().data.webhooks as Array<{ url: string }>;
+    expect(listed.filter((w) => w.url === url)).toHaveLength(1);
+    const reused = await post(
+      t.app,
+      '/api/webhooks',
+      { ...body, description: 'another' },
+      { 'idempotency-key': `webhook-${url}` },
+    );
+    expect([reused.statusCode, reused.json().error.code]).toEqual([422, 'IDEMPOTENCY_KEY_REUSED']);
+
+    const base = `/api/webhooks/${created.id}`;
+    const rotated = await sentTwice(`${base}/rotate-secret`, `rotate-${url}`, {}, 200);
+    expect(rotated.secret).not.toBe(created.secret);
+    // Rotated once: the next rotation keeps two earlier secrets signing, not three.
+    const next = await post(t.app, `${base}/rotate-secret`, {});
+    expect(next.json().data.previousSecrets, next.body).toHaveLength(2);
+    expect(await audited('webhook.secret_rotated', created.id)).toBe(2);
+
+    const tested = await sentTwice(`${base}/test`, `test-${url}`, {}, 202);
+    await receiver.waitFor(1, 5000, (r) => url.endsWith(r.path));
+    const deliveries = (await get(t.app, `${base}/deliveries`)).json().data.deliveries as Array<{ id: string }>;
+    expect(deliveries.map((d) => d.id)).toEqual([tested.deliveryId]);
+
+    const retried = await sentTwice(`${base}/deliveries/${tested.deliveryId}/retry`, `retry-${url}`, {}, 202);
+    expect(retried.id).toBe(tested.deliveryId);
+    expect(await audited('webhook.delivery_retried', created.id)).toBe(1);
+
+    await sentTwice(`${base}/replay`, `replay-${url}`, { since: 0 }, 202);
+    expect(await audited('webhook.replayed', created.id)).toBe(1);
+  });
+
+  it('approve or deny a review once: the retry replays the first answer, another request is told it is decided', async () => {
+    const agent = await createAgentWithBudget(t.app, { dailyLimit: '10000', monthlyLimit: '10000' });
+    const rules = [
+      { name: 'big', action: 'review', when: { amountAbove: '200' } },
+      { name: 'rest', action: 'allow' },
+    ];
+    expect(
+      (await t.app.inject({ method: 'PUT', url: `/api/agents/${agent}/policy`, payload: { rules } })).statusCode,
+    ).toBe(200);
+    const review = async () => {
+      const res = await post(t.app, '/api/decisions', { agent, amount: '500', hold: true });
+      expect(res.json().data.decision, res.body).toBe('review');
+      return res.json().data.approvalId as string;
+    };
+    for (const verb of ['approve', 'deny'] as const) {
+      const id = await review();
+      const url = `/api/approvals/${id}/${verb}`;
+      const first = await sentTwice(url, `${verb}-${id}`, { note: 'once' }, 200);
+      expect(first.status).toBe(verb === 'approve' ? 'approved' : 'denied');
+      const again = await post(t.app, url, { note: 'once' });
+      expect([again.statusCode, again.json().error.code]).toEqual([409, 'APPROVAL_NOT_PENDING']);
+      const entries = await t.database.db
+        .selectFrom('audit_log')
+        .select('action')
+        .where('action', '=', verb === 'approve' ? 'approval.approved' : 'approval.denied')
+        .where(sql<boolean>`entry::jsonb->'details'->>'approvalId' = ${id}`)
+        .execute();
+      expect(entries).toHaveLength(1);
+    }
+    // The denied review's hold was released once: only the approved one's 500 is held.
+    expect((await get(t.app, `/api/budgets/${agent}`)).json().data.dailyHeld).toBe('500');
+  });
+
+  it('change an owner once: a retry after a later change replays and does not undo it', async () => {
+    const agent = await createAgent(t.app, { owner: randomAddress() });
+    const [second, third] = [randomAddress(), randomAddress()];
+    const url = `/api/agents/${agent}/owner`;
+    const first = await sentTwice(url, `owner-${agent}`, { owner: second }, 200);
+    expect(first.owner).toBe(second);
+    expect((await post(t.app, url, { owner: third })).statusCode).toBe(200);
+    const retried = await post(t.app, url, { owner: second }, { 'idempotency-key': `owner-${agent}` });
+    expect([retried.headers['idempotency-replayed'], retried.json().data.owner]).toEqual(['true', second]);
+    expect((await get(t.app, `/api/agents/${agent}`)).json().data.owner).toBe(third);
   });
 });

@@ -259,7 +259,10 @@ describe('the OpenAPI document', () => {
     expect(wrong).toEqual([]);
     const approve = doc.paths['/api/approvals/{id}/approve'].post.responses;
     expect(approve['404']['x-error-codes']).toEqual(['APPROVAL_NOT_FOUND']);
-    expect(approve['409'].description).toMatch(/^APPROVAL_NOT_PENDING: /);
+    expect(approve['409'].description).toMatch(/^APPROVAL_NOT_PENDING, IDEMPOTENCY_IN_PROGRESS: /);
+    // A route without a key keeps its own codes only.
+    const verify = doc.paths['/api/verify'].post.responses;
+    expect([verify['409'], verify['422']]).toEqual([undefined, undefined]);
     const capture = doc.paths['/api/budgets/{address}/authorizations/{id}/capture'].post.responses;
     expect(capture['409'].description).toMatch(/^AUTHORIZATION_NOT_HELD, IDEMPOTENCY_IN_PROGRESS: /);
   });

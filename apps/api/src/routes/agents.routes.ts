@@ -145,9 +145,13 @@ export const agentsRoutes: FastifyPluginAsyncZod<{ services: Services }> = async
       summary: 'Change a registered agent’s owner; the change and its time are recorded',
       params: agentParams,
       body: ownerBody,
+      headers: idempotencyHeaders,
       response: responses({ 200: agent }, { 404: ['AGENT_NOT_FOUND'], 422: ['AGENT_NOT_REGISTERED'] }),
     },
-    handler: async (req) => ok(await services.agents.setOwner(actorOf(req), req.params.address, req.body.owner)),
+    handler: async (req, reply) =>
+      idempotent(services, req, reply, (executor, afterCommit) =>
+        services.agents.setOwner(actorOf(req), req.params.address, req.body.owner, executor, afterCommit),
+      ),
   });
 
   app.get('/api/agents/:address/decisions', {

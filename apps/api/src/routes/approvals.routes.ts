@@ -2,6 +2,7 @@ import type { Services } from '@vouch/core';
 import { approval, approvalList, approvalParams, approvalsQuery, approveBody, denyApprovalBody } from '@vouch/schemas';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { ok, responses } from '../http.ts';
+import { idempotencyHeaders, idempotent } from '../idempotency.ts';
 import { actorOf } from '../plugins/auth.ts';
 
 /** `/api/approvals`: reviews waiting for a human, approved or denied with the `approve` scope. */
@@ -37,9 +38,13 @@ export const approvalsRoutes: FastifyPluginAsyncZod<{ services: Services }> = as
         'Approve a pending review: a one-time grant for its payment, redeemed by POST /api/decisions {approvalId}',
       params: approvalParams,
       body: approveBody.nullish(),
+      headers: idempotencyHeaders,
       response: responses({ 200: approval }, { 404: ['APPROVAL_NOT_FOUND'], 409: ['APPROVAL_NOT_PENDING'] }),
     },
-    handler: async (req) => ok(await services.approvals.approve(actorOf(req), req.params.id, req.body ?? {})),
+    handler: async (req, reply) =>
+      idempotent(services, req, reply, (executor, afterCommit) =>
+        services.approvals.approve(actorOf(req), req.params.id, req.body ?? {}, executor, afterCommit),
+      ),
   });
 
   app.post('/api/approvals/:id/deny', {
@@ -50,8 +55,12 @@ export const approvalsRoutes: FastifyPluginAsyncZod<{ services: Services }> = as
       summary: 'Deny a pending review; a hold reserved for it is released',
       params: approvalParams,
       body: denyApprovalBody.nullish(),
+      headers: idempotencyHeaders,
       response: responses({ 200: approval }, { 404: ['APPROVAL_NOT_FOUND'], 409: ['APPROVAL_NOT_PENDING'] }),
     },
-    handler: async (req) => ok(await services.approvals.deny(actorOf(req), req.params.id, req.body ?? {})),
+    handler: async (req, reply) =>
+      idempotent(services, req, reply, (executor, afterCommit) =>
+        services.approvals.deny(actorOf(req), req.params.id, req.body ?? {}, executor, afterCommit),
+      ),
   });
 };

@@ -19,6 +19,7 @@ import {
 } from '@vouch/schemas';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { ok, responses } from '../http.ts';
+import { idempotencyHeaders, idempotent } from '../idempotency.ts';
 import { actorOf } from '../plugins/auth.ts';
 
 /** Webhooks are the organization's settings: every route needs `manage`, reads included (they show where events go). */
@@ -33,12 +34,17 @@ export const webhooksRoutes: FastifyPluginAsyncZod<{ services: Services }> = asy
       tags: ['events'],
       summary: 'Subscribe an endpoint to event types; the signing secret is in this answer only',
       body: createWebhookBody,
+      headers: idempotencyHeaders,
       response: responses({ 201: createdWebhook }, { 409: ['WEBHOOK_LIMIT'] }),
     },
-    handler: async (req, reply) => {
-      reply.code(201);
-      return ok(await services.webhooks.create(actorOf(req), req.body));
-    },
+    handler: async (req, reply) =>
+      idempotent(
+        services,
+        req,
+        reply,
+        (executor) => services.webhooks.create(actorOf(req), req.body, executor),
+        () => 201,
+      ),
   });
 
   app.get('/api/webhooks', {
@@ -100,9 +106,13 @@ export const webhooksRoutes: FastifyPluginAsyncZod<{ services: Services }> = asy
         'or previousSecretExpiresIn seconds (0: every previous secret stops now)',
       params: webhookParams,
       body: rotateSecretBody,
+      headers: idempotencyHeaders,
       response: responses({ 200: rotatedSecret }, { 404: ['NOT_FOUND'], 409: ['WEBHOOK_SECRET_LIMIT'] }),
     },
-    handler: async (req) => ok(await services.webhooks.rotateSecret(actorOf(req), req.params.id, req.body)),
+    handler: async (req, reply) =>
+      idempotent(services, req, reply, (executor) =>
+        services.webhooks.rotateSecret(actorOf(req), req.params.id, req.body, executor),
+      ),
   });
 
   app.post('/api/webhooks/:id/test', {
@@ -113,12 +123,17 @@ export const webhooksRoutes: FastifyPluginAsyncZod<{ services: Services }> = asy
       summary: 'Send a webhook.test event to this endpoint only; follow it in its deliveries',
       params: webhookParams,
       body: noBody,
+      headers: idempotencyHeaders,
       response: responses({ 202: testDelivery }, { 404: ['NOT_FOUND'], 409: ['WEBHOOK_DISABLED'] }),
     },
-    handler: async (req, reply) => {
-      reply.code(202);
-      return ok(await services.webhooks.test(actorOf(req), req.params.id));
-    },
+    handler: async (req, reply) =>
+      idempotent(
+        services,
+        req,
+        reply,
+        (executor, afterCommit) => services.webhooks.test(actorOf(req), req.params.id, executor, afterCommit),
+        () => 202,
+      ),
   });
 
   app.get('/api/webhooks/:id/deliveries', {
@@ -142,12 +157,18 @@ export const webhooksRoutes: FastifyPluginAsyncZod<{ services: Services }> = asy
       summary: 'Send one delivery again now (its attempts start over)',
       params: deliveryParams,
       body: noBody,
+      headers: idempotencyHeaders,
       response: responses({ 202: delivery }, { 404: ['NOT_FOUND'], 409: ['WEBHOOK_DISABLED'] }),
     },
-    handler: async (req, reply) => {
-      reply.code(202);
-      return ok(await services.webhooks.retry(actorOf(req), req.params.id, req.params.deliveryId));
-    },
+    handler: async (req, reply) =>
+      idempotent(
+        services,
+        req,
+        reply,
+        (executor, afterCommit) =>
+          services.webhooks.retry(actorOf(req), req.params.id, req.params.deliveryId, executor, afterCommit),
+        () => 202,
+      ),
   });
 
   app.post('/api/webhooks/:id/replay', {
@@ -158,11 +179,17 @@ export const webhooksRoutes: FastifyPluginAsyncZod<{ services: Services }> = asy
       summary: 'Send the events of a time range again to this endpoint (those it has not received)',
       params: webhookParams,
       body: replayBody,
+      headers: idempotencyHeaders,
       response: responses({ 202: replayResult }, { 404: ['NOT_FOUND'], 409: ['WEBHOOK_DISABLED'] }),
     },
-    handler: async (req, reply) => {
-      reply.code(202);
-      return ok(await services.webhooks.replay(actorOf(req), req.params.id, req.body));
-    },
+    handler: async (req, reply) =>
+      idempotent(
+        services,
+        req,
+        reply,
+        (executor, afterCommit) =>
+          services.webhooks.replay(actorOf(req), req.params.id, req.body, executor, afterCommit),
+        () => 202,
+      ),
   });
 };

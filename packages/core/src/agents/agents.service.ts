@@ -196,10 +196,16 @@ export function createAgentsService({
       return toAgent(full, await identityOf(input.address, executor));
     },
 
-    /** Changes a registered agent's owner; the time of the change feeds ownershipStability. */
-    async setOwner(actor: Actor, address: string, owner: string): Promise<Agent> {
+    /** Changes a registered agent's owner; the time of the change feeds ownershipStability. `executor` and `afterCommit` as for `register`. */
+    async setOwner(
+      actor: Actor,
+      address: string,
+      owner: string,
+      executor: Kysely<DB> = db,
+      afterCommit: (effect: () => void) => void = (effect) => effect(),
+    ): Promise<Agent> {
       const now = clock();
-      const changed = await db.transaction().execute(async (trx) => {
+      const changed = await inTransaction(db, executor, async (trx) => {
         const row = await requireOwned(actor, address, trx);
         const changed = await repo.changeOwner(trx, address, owner, now);
         if (changed)
@@ -215,12 +221,14 @@ export function createAgentsService({
       });
       if (changed) {
         // Whether a spend is allowed, and the owner a decision screens, may have changed.
-        cache?.invalidate('budgets', address);
-        cache?.invalidate('agents', address);
+        afterCommit(() => {
+          cache?.invalidate('budgets', address);
+          cache?.invalidate('agents', address);
+        });
       }
-      const full = await repo.findAgentWithActivity(db, address);
+      const full = await repo.findAgentWithActivity(executor, address);
       if (!full) throw new AgentNotFoundError(address);
-      return toAgent(full, await identityOf(address));
+      return toAgent(full, await identityOf(address, executor));
     },
 
     /** `executor` and `afterCommit` as for `register`. */

@@ -10,6 +10,7 @@ import { type Clock, expiryAfter, toUnixSeconds } from '../shared/clock.ts';
 import { idFromCursor, page } from '../shared/cursor.ts';
 import { DomainError, ForbiddenError } from '../shared/errors.ts';
 import { statusAt } from '../shared/lapse.ts';
+import { inTransaction } from '../shared/transaction.ts';
 import * as repo from './decisions.repository.ts';
 
 export interface ApprovalsDeps {
@@ -65,8 +66,8 @@ const bound = (row: ApprovalRow) => ({
 
 export function createApprovalsService({ db, clock, audit, events, cache }: ApprovalsDeps) {
   /** Why a decision on an approval cannot be taken: not found, or not pending. */
-  async function refusal(actor: Actor, id: string): Promise<never> {
-    const row = await repo.findApproval(db, actor.organizationId, id);
+  async function refusal(actor: Actor, id: string, executor: Kysely<DB>): Promise<never> {
+    const row = await repo.findApproval(executor, actor.organizationId, id);
     if (!row) throw new ApprovalNotFoundError(id);
     const approval = toApproval(row, clock());
     throw new DomainError('APPROVAL_NOT_PENDING', `approval ${id} is ${approval.status}, not pending`, {
@@ -76,8 +77,8 @@ export function createApprovalsService({ db, clock, audit, events, cache }: Appr
   }
 
   /** The key that asked for a review does not approve it: a second pair of eyes is the point. */
-  async function assertNotRequester(actor: Actor, id: string) {
-    const row = await repo.findApproval(db, actor.organizationId, id);
+  async function assertNotRequester(actor: Actor, id: string, executor: Kysely<DB>) {
+    const row = await repo.findApproval(executor, actor.organizationId, id);
     if (row && actor.keyId !== null && row.requested_by_key_id === actor.keyId) {
       throw new ForbiddenError('the key that asked for this review cannot decide it: use another approver');
     }
@@ -118,13 +119,20 @@ export function createApprovalsService({ db, clock, audit, events, cache }: Appr
     /**
      * Approves a pending review, once: a one-time grant for exactly its agent, counterparty, amount
      * and asset, redeemable until `expiresIn` seconds from now by a decision naming it; a hold
-     * reserved for it becomes capturable until then.
+     * reserved for it becomes capturable until then. `executor` and `afterCommit`: an idempotent
+     * request's transaction, and what runs once it has committed.
      */
-    async approve(actor: Actor, id: string, input: { note?: string | undefined; expiresIn?: number | undefined }) {
-      await assertNotRequester(actor, id);
+    async approve(
+      actor: Actor,
+      id: string,
+      input: { note?: string | undefined; expiresIn?: number | undefined },
+      executor: Kysely<DB> = db,
+      afterCommit: (effect: () => void) => void = (effect) => effect(),
+    ) {
+      await assertNotRequester(actor, id, executor);
       const now = clock();
       const grantExpiresAt = expiryAfter(now, (input.expiresIn ?? DEFAULT_GRANT_SECONDS) * 1000);
-      const row = await db.transaction().execute(async (trx) => {
+      const row = await inTransaction(db, executor, async (trx) => {
         const row = await repo.decideApproval(trx, {
           organizationId: actor.organizationId,
           id,
@@ -147,16 +155,22 @@ export function createApprovalsService({ db, clock, audit, events, cache }: Appr
         await events?.append(trx, actor, 'approval.approved', row.agent, { ...details, ...bound(row) }, now);
         return row;
       });
-      if (!row) return refusal(actor, id);
-      events?.committed();
+      if (!row) return refusal(actor, id, executor);
+      afterCommit(() => events?.committed());
       return toApproval(row);
     },
 
-    /** Denies a pending review, once; a hold reserved for it is released. */
-    async deny(actor: Actor, id: string, input: { note?: string | undefined }) {
-      await assertNotRequester(actor, id);
+    /** Denies a pending review, once; a hold reserved for it is released. `executor` and `afterCommit` as for `approve`. */
+    async deny(
+      actor: Actor,
+      id: string,
+      input: { note?: string | undefined },
+      executor: Kysely<DB> = db,
+      afterCommit: (effect: () => void) => void = (effect) => effect(),
+    ) {
+      await assertNotRequester(actor, id, executor);
       const now = clock();
-      const row = await db.transaction().execute(async (trx) => {
+      const row = await inTransaction(db, executor, async (trx) => {
         const row = await repo.decideApproval(trx, {
           organizationId: actor.organizationId,
           id,
@@ -185,9 +199,11 @@ export function createApprovalsService({ db, clock, audit, events, cache }: Appr
         await events?.append(trx, actor, 'approval.denied', row.agent, { ...details, ...bound(row) }, now);
         return row;
       });
-      if (!row) return refusal(actor, id);
-      if (row.authorization_id !== null) cache?.invalidate('budgets', row.agent);
-      events?.committed();
+      if (!row) return refusal(actor, id, executor);
+      afterCommit(() => {
+        if (row.authorization_id !== null) cache?.invalidate('budgets', row.agent);
+        events?.committed();
+      });
       return toApproval(row);
     },
 

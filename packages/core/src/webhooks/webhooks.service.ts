@@ -17,6 +17,7 @@ import { type Actor, systemActor } from '../shared/actor.ts';
 import { type Clock, expiryAfter, toUnixSeconds } from '../shared/clock.ts';
 import { idCursor, idFromCursor } from '../shared/cursor.ts';
 import { DomainError, NotFoundError, ValidationError } from '../shared/errors.ts';
+import { inTransaction } from '../shared/transaction.ts';
 import { postWebhook, type SendOptions, type SendResult } from './webhooks.http.ts';
 import {
   delivered,
@@ -195,9 +196,9 @@ export function createWebhooksService({
     return row;
   }
 
-  async function toDeliveries(rows: repo.DeliveryListRow[]): Promise<Delivery[]> {
+  async function toDeliveries(rows: repo.DeliveryListRow[], executor: Kysely<DB> = db): Promise<Delivery[]> {
     const attempts = await repo.attemptsOf(
-      db,
+      executor,
       rows.map((r) => r.id),
       ATTEMPT_LOG,
     );
@@ -290,10 +291,14 @@ export function createWebhooksService({
   }
 
   return {
-    async create(actor: Actor, input: CreateWebhookInput) {
+    /**
+     * `executor`: an idempotent request's transaction, which also stores the answer, the secret
+     * it shows included (the endpoint's own row keeps that secret too, to sign with).
+     */
+    async create(actor: Actor, input: CreateWebhookInput, executor: Kysely<DB> = db) {
       checkTarget(input.url);
       const secret = newSecret();
-      const { row, now } = await db.transaction().execute(async (trx) => {
+      const { row, now } = await inTransaction(db, executor, async (trx) => {
         // The organization's first webhook: its events are fanned out from now on. Its time is
         // taken after that: an event committed before the position was set is older than it.
         await events.startDispatch(trx, actor.organizationId);
@@ -374,7 +379,7 @@ export function createWebhooksService({
      * hours, or for `previousSecretExpiresIn` seconds, which no earlier previous secret outlives
      * either; 0 stops them all now. Each previous secret keeps its own time otherwise.
      */
-    async rotateSecret(actor: Actor, id: string, input: RotateSecretInput) {
+    async rotateSecret(actor: Actor, id: string, input: RotateSecretInput, executor: Kysely<DB> = db) {
       const now = clock();
       const secret = newSecret();
       const keepMs =
@@ -382,7 +387,7 @@ export function createWebhooksService({
       // On the whole second answered as previousSecretExpiresAt (answers round down): the replaced
       // secret signs no delivery past it. No time at all stops it now, not at the next second.
       const until = keepMs === 0 ? now : expiryAfter(now, keepMs);
-      const previous = await db.transaction().execute(async (trx) => {
+      const previous = await inTransaction(db, executor, async (trx) => {
         const row = await repo.findWebhook(trx, actor.organizationId, id, 'update');
         if (!row) throw new NotFoundError(`webhook ${id} is not known`);
         const stored = repo.previousSecretsOf(row);
@@ -412,10 +417,18 @@ export function createWebhooksService({
       };
     },
 
-    /** Sends a `webhook.test` event to this endpoint only. */
-    async test(actor: Actor, id: string) {
+    /**
+     * Sends a `webhook.test` event to this endpoint only. `executor`: an idempotent request's
+     * transaction; `afterCommit` queues the delivery once it has committed.
+     */
+    async test(
+      actor: Actor,
+      id: string,
+      executor: Kysely<DB> = db,
+      afterCommit: (effect: () => void) => void = (effect) => effect(),
+    ) {
       const now = clock();
-      const created = await db.transaction().execute(async (trx) => {
+      const created = await inTransaction(db, executor, async (trx) => {
         const row = await requireWebhook(actor, id, trx);
         if (!row.enabled) throw new WebhookDisabledError(id);
         const eventId = await events.insertEvent(
@@ -434,7 +447,7 @@ export function createWebhooksService({
         await audit.append(trx, actor, 'webhook.tested', null, { webhookId: id, eventId: publicEventId(eventId) }, now);
         return { eventId, delivery };
       });
-      await enqueueAll([created.delivery]);
+      afterCommit(() => void enqueueAll([created.delivery]));
       return {
         eventId: publicEventId(created.eventId),
         deliveryId: publicDeliveryId(created.delivery.id),
@@ -459,9 +472,16 @@ export function createWebhooksService({
     },
 
     /** Sends one delivery again now, whatever its state (a pending one's schedule is replaced). */
-    async retry(actor: Actor, id: string, deliveryId: string): Promise<Delivery> {
+    /** `executor` and `afterCommit` as for `test`. */
+    async retry(
+      actor: Actor,
+      id: string,
+      deliveryId: string,
+      executor: Kysely<DB> = db,
+      afterCommit: (effect: () => void) => void = (effect) => effect(),
+    ): Promise<Delivery> {
       const now = clock();
-      const restarted = await db.transaction().execute(async (trx) => {
+      const restarted = await inTransaction(db, executor, async (trx) => {
         const row = await requireWebhook(actor, id, trx);
         if (!row.enabled) throw new WebhookDisabledError(id);
         const restarted = await repo.restartDelivery(trx, id, internalId(deliveryId), now);
@@ -469,19 +489,27 @@ export function createWebhooksService({
         await audit.append(trx, actor, 'webhook.delivery_retried', null, { webhookId: id, deliveryId }, now);
         return restarted;
       });
-      await enqueueAll([restarted]);
-      const row = await repo.findDelivery(db, id, restarted.id);
+      // As restarted, before its job can run: the answer says it is queued again.
+      const row = await repo.findDelivery(executor, id, restarted.id);
+      afterCommit(() => void enqueueAll([restarted]));
       if (!row) throw new NotFoundError(`delivery ${deliveryId} of webhook ${id} is not known`);
-      const [shown] = await toDeliveries([row]);
+      const [shown] = await toDeliveries([row], executor);
       return shown as Delivery;
     },
 
     /** Sends the organization's events of [since, until) to this endpoint again (those it has not received). */
-    async replay(actor: Actor, id: string, input: ReplayInput) {
+    /** `executor` and `afterCommit` as for `test`. */
+    async replay(
+      actor: Actor,
+      id: string,
+      input: ReplayInput,
+      executor: Kysely<DB> = db,
+      afterCommit: (effect: () => void) => void = (effect) => effect(),
+    ) {
       const now = clock();
       const until = input.until === undefined ? null : new Date(input.until * 1000);
       const since = new Date(input.since * 1000);
-      const result = await db.transaction().execute(async (trx) => {
+      const result = await inTransaction(db, executor, async (trx) => {
         const row = await requireWebhook(actor, id, trx);
         if (!row.enabled) throw new WebhookDisabledError(id);
         const result = await repo.replay(trx, {
@@ -502,7 +530,7 @@ export function createWebhooksService({
         );
         return result;
       });
-      await enqueueAll(result.deliveries);
+      afterCommit(() => void enqueueAll(result.deliveries));
       const complete = !result.more;
       return {
         queued: result.deliveries.length,
