@@ -132,25 +132,17 @@ describe('a write without fields under an Idempotency-Key', () => {
 describe('the contract’s other writes under an Idempotency-Key', () => {
   it('replay a registration, a score and a budget set sent again, and do them once', async () => {
     const send = (url: string, key: string, body: unknown) => post(t.app, url, body, { 'idempotency-key': key });
-    const replays = async (url: string, key: string, body: unknown, status: number) => {
-      const answered = await send(url, key, body);
-      expect(answered.statusCode, answered.body).toBe(status);
-      const replayed = await send(url, key, body);
-      expect([replayed.statusCode, replayed.headers['idempotency-replayed']], replayed.body).toEqual([status, 'true']);
-      expect(replayed.json()).toEqual(answered.json());
-      return answered.json().data;
-    };
     const agent = randomAddress();
-    await replays('/api/agents/register', `register-${agent}`, { address: agent }, 201);
+    await sentTwice('/api/agents/register', `register-${agent}`, { address: agent }, 201);
     const reused = await send('/api/agents/register', `register-${agent}`, { address: randomAddress() });
     expect(reused.json().error.code).toBe('IDEMPOTENCY_KEY_REUSED');
 
-    const set = await replays(`/api/agents/${agent}/score`, `score-${agent}`, { score: 500, reason: '0x01' }, 200);
+    const set = await sentTwice(`/api/agents/${agent}/score`, `score-${agent}`, { score: 500, reason: '0x01' }, 200);
     expect(set).toMatchObject({ previousScore: 0, score: 500 });
     const history = (await get(t.app, `/api/agents/${agent}/score-history`)).json().data.events;
     expect(history.map((e: { score: number }) => e.score)).toEqual([500]);
 
-    await replays(`/api/budgets/${agent}/set`, `budget-${agent}`, { dailyLimit: '10', monthlyLimit: '20' }, 200);
+    await sentTwice(`/api/budgets/${agent}/set`, `budget-${agent}`, { dailyLimit: '10', monthlyLimit: '20' }, 200);
     const entries = await t.database.db
       .selectFrom('audit_log')
       .select('action')
