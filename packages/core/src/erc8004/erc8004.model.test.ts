@@ -52,6 +52,9 @@ describe('ERC-8004 feedback weights', () => {
     expect(adjustmentOf(five, 'behind')).toMatchObject({ adjustment: 100, applied: false });
     const bad = Array.from({ length: 5 }, () => weigh(facts({ value: '0', clientScore: 1000 })));
     expect(adjustmentOf(bad, 'unavailable')).toMatchObject({ adjustment: -100, applied: true });
+    // No sanctions list: no client was screened, so only what lowers the score is applied.
+    expect(adjustmentOf(five, 'current', false)).toMatchObject({ adjustment: 100, applied: false });
+    expect(adjustmentOf(bad, 'current', false)).toMatchObject({ adjustment: -100, applied: true });
     // Ten unknown clients (weight 1 in all) earn a fifth of the full effect.
     const sybils = Array.from({ length: 10 }, () => weigh(facts({ value: '100' })));
     expect(adjustmentOf(sybils, 'current')).toMatchObject({ adjustment: 20, confidence: 0.2 });

@@ -134,18 +134,20 @@ export interface Adjustment {
 /**
  * adjustment = round(MAX_ADJUSTMENT × confidence × (2 × rating/100 − 1)), where rating is the
  * weighted mean of the counted ratings and confidence = min(1, Σ weights ÷ FULL_CONFIDENCE_WEIGHT):
- * a neutral 50 moves nothing, and a few low-standing clients move little.
+ * a neutral 50 moves nothing, and a few low-standing clients move little. `clientsScreened`: false
+ * when no sanctions list is active, so no client could be screened (a sanctioned one counted).
  */
-export function adjustmentOf(weighed: WeighedFeedback[], status: IndexStatus): Adjustment {
+export function adjustmentOf(weighed: WeighedFeedback[], status: IndexStatus, clientsScreened = true): Adjustment {
   const counted = weighed.filter((w) => w.verdict === 'counted' && w.weight > 0 && w.rating !== null);
   const weight = counted.reduce((sum, w) => sum + w.weight, 0);
   if (weight === 0) return { adjustment: 0, applied: false, rating: null, weight: 0, confidence: 0 };
   const rating = counted.reduce((sum, w) => sum + w.weight * (w.rating as number), 0) / weight;
   const confidence = Math.min(1, weight / FULL_CONFIDENCE_WEIGHT);
   const adjustment = Math.round(MAX_ADJUSTMENT * confidence * ((2 * rating) / 100 - 1));
-  // An index that is behind or unavailable may be missing a revocation or worse feedback: only
-  // what lowers the score is taken from it.
-  const applied = adjustment !== 0 && (adjustment < 0 || status === 'current');
+  // An index that is behind or unavailable may be missing a revocation or worse feedback, and
+  // without a sanctions list a counted client may be a sanctioned one: only what lowers the score
+  // is taken from it then.
+  const applied = adjustment !== 0 && (adjustment < 0 || (status === 'current' && clientsScreened));
   return { adjustment, applied, rating: round3(rating), weight: round3(weight), confidence: round3(confidence) };
 }
 

@@ -333,6 +333,11 @@ export interface FeedbackRow {
   client_score: number | null;
   client_owner: string | null;
   client_sanctioned: boolean;
+  /**
+   * A sanctions list was active when the row was read (in the same statement as
+   * `client_sanctioned`): without one no client could be screened, and `client_sanctioned` is false.
+   */
+  list_active: boolean;
   /** The client is the wallet or the owner of an identity held by the same owner. */
   client_sibling: boolean;
   /** A transaction recorded from the client to proofOfPayment's recipient, with its hash, counted by the model. */
@@ -357,6 +362,7 @@ export async function feedbackFor(
       (SELECT count(*)::int FROM erc8004_responses r WHERE r.chain_id = f.chain_id AND r.registry = f.registry
         AND r.agent_id = f.agent_id AND r.client = f.client AND r.feedback_index = f.feedback_index) AS responses,
       c.score AS client_score, c.owner AS client_owner, ${sanctionedSql('f.client')} AS client_sanctioned,
+      EXISTS (SELECT 1 FROM sanctions_snapshots WHERE is_active) AS list_active,
       EXISTS (SELECT 1 FROM erc8004_identities s WHERE s.chain_id = i.chain_id AND s.registry = i.registry
         AND s.owner = i.owner AND (s.agent_wallet = f.client OR s.owner = f.client)) AS client_sibling,
       (f.proof_of_payment IS NOT NULL AND EXISTS (

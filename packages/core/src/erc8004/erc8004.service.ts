@@ -623,6 +623,8 @@ export function createErc8004Service({ db, clock, audit, chain, options, onAgent
             })
           : [];
       const owners = resolved.size ? await repo.ownersOf(db, [...resolved.keys()]) : new Map<string, string | null>();
+      // Without an active sanctions list no client is screened: none of them is known to be clean.
+      const clientsScreened = rows.every((r) => r.list_active);
       const out = new Map<string, Evidence>();
       for (const address of addresses) {
         const identity = resolved.get(address) ?? null;
@@ -695,17 +697,23 @@ export function createErc8004Service({ db, clock, audit, chain, options, onAgent
             });
           });
         }
+        const unscreened =
+          identity && !clientsScreened && rows.some((r) => r.agent_id === identity.agent_id)
+            ? '; no sanctions list is active: the clients could not be screened, so only an adjustment that lowers the score is applied'
+            : '';
         out.set(address, {
           status: state.status,
           detail:
-            identity || state.status !== 'current' ? state.detail : 'no ERC-8004 identity is indexed for this address',
+            (identity || state.status !== 'current'
+              ? state.detail
+              : 'no ERC-8004 identity is indexed for this address') + unscreened,
           chainId: state.chainId === null ? null : Number(state.chainId),
           indexedToBlock: state.indexedToBlock === null ? null : state.indexedToBlock.toString(),
           headBlock: state.headBlock === null ? null : state.headBlock.toString(),
           checkedAt: state.checkedAt ? toUnixSeconds(state.checkedAt) : null,
           identity: identity ? toIdentity(identity) : null,
           feedback: counts,
-          adjustment: adjustmentOf(weighed, state.status),
+          adjustment: adjustmentOf(weighed, state.status, clientsScreened),
           entries: entries.reverse().slice(0, LISTED_ENTRIES),
         });
       }
