@@ -1,8 +1,11 @@
 import { DomainError, ServiceUnavailableError } from '@vouch/core';
 import { sql } from '@vouch/db';
 import {
+  bearer,
   createAgent,
   createAgentWithBudget,
+  createKey,
+  createOrganizationKey,
   createTestApp,
   get,
   post,
@@ -233,5 +236,40 @@ describe('the settings’ writes under an Idempotency-Key', () => {
     const retried = await post(t.app, url, { owner: second }, { 'idempotency-key': `owner-${agent}` });
     expect([retried.headers['idempotency-replayed'], retried.json().data.owner]).toEqual(['true', second]);
     expect((await get(t.app, `/api/agents/${agent}`)).json().data.owner).toBe(third);
+  });
+
+  it('tell the key that asked for a review it cannot decide it without storing that for the approver', async () => {
+    const ADMIN = 'idempotency-admin-secret-0123456789';
+    const app = await createTestApp({ edge: { auth: { mode: 'on', adminKey: ADMIN } } });
+    try {
+      const owner = await createOrganizationKey(app.app, ADMIN, 'idem-reviews');
+      const requester = await createKey(app.app, owner, { name: 'requester', scopes: ['spend', 'approve'] });
+      const approver = await createKey(app.app, owner, { name: 'approver', scopes: ['approve'] });
+      const agent = randomAddress();
+      await post(app.app, '/api/agents/register', { address: agent }, bearer(owner));
+      await post(app.app, `/api/budgets/${agent}/set`, { dailyLimit: '1000', monthlyLimit: '1000' }, bearer(owner));
+      await app.app.inject({
+        method: 'PUT',
+        url: `/api/agents/${agent}/policy`,
+        payload: { rules: [{ name: 'all', action: 'review' }] },
+        headers: bearer(owner),
+      });
+      const id = (await post(app.app, '/api/decisions', { agent, amount: '10' }, bearer(requester))).json().data
+        .approvalId;
+      // The organization's keys share Idempotency-Keys: the approval screen sends the same key
+      // whichever API key it holds. The requester's 403 is about that API key, not the request.
+      const headers = (key: string) => ({ ...bearer(key), 'idempotency-key': `approve-${id}` });
+      const refused = await post(app.app, `/api/approvals/${id}/approve`, {}, headers(requester));
+      expect([refused.statusCode, refused.headers['idempotency-replayed']]).toEqual([403, undefined]);
+      const approved = await post(app.app, `/api/approvals/${id}/approve`, {}, headers(approver));
+      expect([approved.statusCode, approved.headers['idempotency-replayed']], approved.body).toEqual([200, undefined]);
+      expect(approved.json().data).toMatchObject({ status: 'approved', decidedByKeyId: approver.split('_')[1] });
+      // A retry by the approver replays its answer; the requester is still told no.
+      const replayed = await post(app.app, `/api/approvals/${id}/approve`, {}, headers(approver));
+      expect([replayed.statusCode, replayed.headers['idempotency-replayed']]).toEqual([200, 'true']);
+      expect((await post(app.app, `/api/approvals/${id}/approve`, {}, headers(requester))).statusCode).toBe(403);
+    } finally {
+      await app.close();
+    }
   });
 });

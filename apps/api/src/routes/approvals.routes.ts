@@ -41,10 +41,12 @@ export const approvalsRoutes: FastifyPluginAsyncZod<{ services: Services }> = as
       headers: idempotencyHeaders,
       response: responses({ 200: approval }, { 404: ['APPROVAL_NOT_FOUND'], 409: ['APPROVAL_NOT_PENDING'] }),
     },
-    handler: async (req, reply) =>
-      idempotent(services, req, reply, (executor, afterCommit) =>
+    handler: async (req, reply) => {
+      await services.approvals.assertNotRequester(actorOf(req), req.params.id);
+      return idempotent(services, req, reply, (executor, afterCommit) =>
         services.approvals.approve(actorOf(req), req.params.id, req.body ?? {}, executor, afterCommit),
-      ),
+      );
+    },
   });
 
   app.post('/api/approvals/:id/deny', {
@@ -58,9 +60,11 @@ export const approvalsRoutes: FastifyPluginAsyncZod<{ services: Services }> = as
       headers: idempotencyHeaders,
       response: responses({ 200: approval }, { 404: ['APPROVAL_NOT_FOUND'], 409: ['APPROVAL_NOT_PENDING'] }),
     },
-    handler: async (req, reply) =>
-      idempotent(services, req, reply, (executor, afterCommit) =>
+    handler: async (req, reply) => {
+      await services.approvals.assertNotRequester(actorOf(req), req.params.id);
+      return idempotent(services, req, reply, (executor, afterCommit) =>
         services.approvals.deny(actorOf(req), req.params.id, req.body ?? {}, executor, afterCommit),
-      ),
+      );
+    },
   });
 };

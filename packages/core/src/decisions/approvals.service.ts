@@ -85,6 +85,13 @@ export function createApprovalsService({ db, clock, audit, events, cache }: Appr
   }
 
   return {
+    /**
+     * The key that asked for the review is refused (403) before an Idempotency-Key is looked at:
+     * the refusal is about that API key, not the request, and the organization's keys share their
+     * Idempotency-Keys, so stored it would be replayed to an approver sending the same one.
+     */
+    assertNotRequester: (actor: Actor, id: string) => assertNotRequester(actor, id, db),
+
     async list(
       actor: Actor,
       query: {
