@@ -1,4 +1,4 @@
-import { DomainError, ServiceUnavailableError } from '@vouch/core';
+import { DomainError, ForbiddenError, ServiceUnavailableError } from '@vouch/core';
 import { sql } from '@vouch/db';
 import {
   bearer,
@@ -90,6 +90,13 @@ describe('the work under an Idempotency-Key', () => {
         throw new ServiceUnavailableError('away');
       }),
     ).rejects.toMatchObject({ code: 'SERVICE_UNAVAILABLE' });
+    // A 403 is about the API key that sent the request, and the organization's keys share
+    // Idempotency-Keys: another of its keys sending the same one must run, not be replayed it.
+    await expect(
+      run('probe-forbidden', () => {
+        throw new ForbiddenError('not this key');
+      }),
+    ).rejects.toMatchObject({ code: 'FORBIDDEN' });
     expect(ran).toEqual(['probe-ok', 'probe-refused']);
     const { rows } = await sql<{ key: string }>`
       SELECT key FROM idempotency_keys WHERE key LIKE 'probe-%' ORDER BY key`.execute(t.database.db);

@@ -63,11 +63,14 @@ export interface KeyedJob {
  * ledger); a dependency that is away (503) is not: nothing was done, and a retry runs again; nor
  * is bad input (400), refused before anything was done as the schema refuses it (a timestamp
  * ahead of the clock is not ahead any more when the same request comes again); nor is a key
- * in use or used for another request, which is about the key, not the request. Null: not stored.
+ * in use or used for another request, which is about the key, not the request; nor is a 403,
+ * which is about the API key that sent it (the one that asked for a review may not decide it, one
+ * that does not own an agent may not score it), while every API key of the organization shares
+ * its Idempotency-Keys: stored, it would be replayed to a key that may. Null: not stored.
  */
 export function refusalOutcome(error: unknown): StoredOutcome | null {
   if (!(error instanceof DomainError)) return null;
-  if (error.code === 'SERVICE_UNAVAILABLE' || error.status === 400) return null;
+  if (error.code === 'SERVICE_UNAVAILABLE' || error.status === 400 || error.status === 403) return null;
   if (error.code === 'IDEMPOTENCY_IN_PROGRESS' || error.code === 'IDEMPOTENCY_KEY_REUSED') return null;
   return {
     statusCode: error.status,
