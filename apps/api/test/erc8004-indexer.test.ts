@@ -1,6 +1,14 @@
 import type { ChainReader } from '@vouch/core';
 import { sql } from '@vouch/db';
-import { createTestApp, newFeedbackLog, randomAddress, type TestContext, testIndexer } from '@vouch/testkit';
+import {
+  createTestApp,
+  LOGS_CHAIN_BLOCK,
+  logsChain,
+  newFeedbackLog,
+  randomAddress,
+  type TestContext,
+  testIndexer,
+} from '@vouch/testkit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 // The ERC-8004 indexer against a scripted node (no anvil), so that a reorganization, a node's head,
@@ -114,25 +122,21 @@ describe('the ERC-8004 cursor and reorganizations', () => {
 describe('an ERC-8004 feedback file given as a malformed data: URI', () => {
   it('is marked invalid; it does not fail every indexer run from then on', async () => {
     let registry = '';
-    const chain = {
-      chainId: async () => 7_000_002,
-      blockNumber: async () => 100n,
-      blockHash: async (n: bigint) => `0x${n.toString(16).padStart(64, '0')}`,
-      logs: async (addresses: string[], from: bigint, to: bigint) =>
-        addresses[0] === registry && from <= 40n && 40n <= to
-          ? [
-              newFeedbackLog(registry, {
-                agentId: 7n,
-                client: randomAddress(),
-                value: 90n,
-                uri: 'data:application/json,%7B%22a%22%3A1%',
-                hash: `0x${'0'.repeat(64)}`,
-                block: 40n,
-                txHash: `0x${'1'.repeat(64)}`,
-              }),
-            ]
-          : [],
-    } as unknown as ChainReader;
+    const chain = logsChain(
+      7_000_002,
+      () => registry,
+      () => [
+        newFeedbackLog(registry, {
+          agentId: 7n,
+          client: randomAddress(),
+          value: 90n,
+          uri: 'data:application/json,%7B%22a%22%3A1%',
+          hash: `0x${'0'.repeat(64)}`,
+          block: LOGS_CHAIN_BLOCK,
+          txHash: `0x${'1'.repeat(64)}`,
+        }),
+      ],
+    );
     const { service, status, reputationRegistry } = indexer(chain, { feedbackFetch: 'public' });
     registry = reputationRegistry;
 

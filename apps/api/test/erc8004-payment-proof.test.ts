@@ -1,9 +1,10 @@
 import { createServer, type Server } from 'node:http';
-import type { ChainReader } from '@vouch/core';
 import { sql } from '@vouch/db';
 import {
   createAgent,
   createTestApp,
+  LOGS_CHAIN_BLOCK,
+  logsChain,
   newFeedbackLog,
   post,
   randomAddress,
@@ -43,13 +44,11 @@ function indexerOn(chainId: number) {
   const identityRegistry = randomAddress();
   const reputationRegistry = randomAddress();
   const state = { logs: [] as Record<string, unknown>[] };
-  const chain = {
-    chainId: async () => chainId,
-    blockNumber: async () => 100n,
-    blockHash: async (n: bigint) => `0x${n.toString(16).padStart(64, '0')}`,
-    logs: async (addresses: string[], from: bigint, to: bigint) =>
-      addresses[0] === reputationRegistry && from <= 40n && 40n <= to ? state.logs : [],
-  } as unknown as ChainReader;
+  const chain = logsChain(
+    chainId,
+    () => reputationRegistry,
+    () => state.logs,
+  );
   const { service } = testIndexer(t, chain, {
     identityRegistry,
     reputationRegistry,
@@ -91,7 +90,7 @@ function indexerOn(chainId: number) {
       value: 100n,
       uri: s.uri,
       hash,
-      block: 40n,
+      block: LOGS_CHAIN_BLOCK,
       logIndex,
     });
   return { service, state, scenario, give, reputationRegistry };

@@ -1,8 +1,9 @@
-import type { ChainReader } from '@vouch/core';
 import { sql } from '@vouch/db';
 import {
   createAgent,
   createTestApp,
+  LOGS_CHAIN_BLOCK,
+  logsChain,
   newFeedbackLog,
   randomAddress,
   type TestContext,
@@ -25,25 +26,21 @@ afterAll(() => t.close());
 describe('ERC-8004 feedback while no sanctions list is active', () => {
   it('raises no score: its clients could not be screened, and the evidence says so', async () => {
     let reputation = '';
-    const chain = {
-      chainId: async () => CHAIN_ID,
-      blockNumber: async () => 100n,
-      blockHash: async (n: bigint) => `0x${n.toString(16).padStart(64, '0')}`,
-      // A listed wallet rates the agent 100.
-      logs: async (addresses: string[], from: bigint, to: bigint) =>
-        addresses[0] === reputation && from <= 40n && 40n <= to
-          ? [
-              newFeedbackLog(reputation, {
-                agentId: AGENT_ID,
-                client: LISTED,
-                value: 100n,
-                uri: '',
-                hash: `0x${'0'.repeat(64)}`,
-                block: 40n,
-              }),
-            ]
-          : [],
-    } as unknown as ChainReader;
+    // A listed wallet rates the agent 100.
+    const chain = logsChain(
+      CHAIN_ID,
+      () => reputation,
+      () => [
+        newFeedbackLog(reputation, {
+          agentId: AGENT_ID,
+          client: LISTED,
+          value: 100n,
+          uri: '',
+          hash: `0x${'0'.repeat(64)}`,
+          block: LOGS_CHAIN_BLOCK,
+        }),
+      ],
+    );
     const { service, identityRegistry, reputationRegistry } = testIndexer(t, chain);
     reputation = reputationRegistry;
     const agent = await createAgent(t.app);

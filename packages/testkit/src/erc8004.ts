@@ -206,6 +206,26 @@ export function newFeedbackLog(
   };
 }
 
+/** The block a `logsChain` has its logs in; its head is at LOGS_CHAIN_HEAD. */
+export const LOGS_CHAIN_BLOCK = 40n;
+const LOGS_CHAIN_HEAD = 100n;
+
+/**
+ * A scripted chain for an indexer test: its head at block 100, each block's hash its number, and
+ * one block (LOGS_CHAIN_BLOCK) whose logs of the registry `registry()` names are `logs()`; no
+ * other logs. Both are read at each call, so a test can set them once the indexer has named its
+ * registries.
+ */
+export function logsChain(chainId: number, registry: () => string, logs: () => Record<string, unknown>[]): ChainReader {
+  return {
+    chainId: async () => chainId,
+    blockNumber: async () => LOGS_CHAIN_HEAD,
+    blockHash: async (n: bigint) => `0x${n.toString(16).padStart(64, '0')}`,
+    logs: async (addresses: string[], from: bigint, to: bigint) =>
+      addresses[0] === registry() && from <= LOGS_CHAIN_BLOCK && LOGS_CHAIN_BLOCK <= to ? logs() : [],
+  } as unknown as ChainReader;
+}
+
 /**
  * An ERC-8004 indexer over `chain` on the test app's database and clock, its registries at fresh
  * addresses unless `options` names them: 2 confirmations, ranges of 1,000 blocks, no feedback files.
