@@ -375,5 +375,16 @@ describe('after settlement', () => {
     expect(releasesHold({ errorReason: 'Timed out while waiting for transaction', transaction: '' })).toBe(false);
     expect(releasesHold({ transaction: '' })).toBe(false);
     expect(releasesHold({ errorReason: 'permit2_insufficient_balance', transaction: '' })).toBe(true);
+    // Refusals @x402/evm 2.27.0 makes in verification (which its settle runs first), before it sends
+    // anything: an upto authorization for another facilitator, an asset with no contract, an
+    // ERC-6492 wallet of a factory the facilitator does not deploy from.
+    for (const errorReason of [
+      'upto_facilitator_mismatch',
+      'asset_not_deployed_contract',
+      'eip6492_factory_not_allowed',
+    ])
+      expect(releasesHold({ errorReason, transaction: '' }), errorReason).toBe(true);
+    // A smart wallet's deployment was sent: kept.
+    expect(releasesHold({ errorReason: 'smart_wallet_deployment_failed', transaction: '' })).toBe(false);
   });
 });

@@ -389,6 +389,12 @@ const NOTHING_MOVED = new Set([
   'permit2_insufficient_balance',
   'permit2_deadline_expired',
   'permit2_amount_mismatch',
+  // Verification's own refusals (settle verifies first): an upto authorization signed for another
+  // facilitator, an asset with no contract, an ERC-6492 wallet of a factory not allowed (refused
+  // before its deployment is sent).
+  'upto_facilitator_mismatch',
+  'asset_not_deployed_contract',
+  'eip6492_factory_not_allowed',
 ]);
 
 /**
