@@ -23,7 +23,7 @@ export interface VouchClientOptions {
   fetch?: typeof fetch;
 }
 
-/** Vouch did not answer, answered 5xx or 429, or the same payment is being decided right now (409). */
+/** Vouch did not answer, or answered 5xx or 429 (a 409 of a payment being decided right now is a `VouchRequestError`, sent again first). */
 export class VouchUnavailableError extends Error {
   override name = 'VouchUnavailableError';
 }
