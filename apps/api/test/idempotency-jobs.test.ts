@@ -2,19 +2,17 @@ import { sql } from '@vouch/db';
 import type { Processors } from '@vouch/jobs';
 import {
   bearer,
+  bullmqApps,
   createAgent,
   createKey,
   createOrganizationKey,
   createTestApp,
-  dropPrefix,
   get,
   post,
   randomAddress,
   redisAvailable,
-  TEST_REDIS_URL,
   type TestAppOptions,
   type TestContext,
-  testPrefix,
 } from '@vouch/testkit';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 
@@ -113,24 +111,13 @@ function gated() {
 }
 
 const hasRedis = await redisAvailable();
-const prefix = testPrefix('idempotency-jobs');
 const bullmqHere = hasRedis && inject('testDbMode') === 'postgres';
-const prefixes: string[] = [];
-afterAll(async () => {
-  for (const used of prefixes) await dropPrefix(used);
-});
+const onBullmq = bullmqApps('idempotency-jobs');
+afterAll(() => onBullmq.dropAll());
 
 /** The app with the in-process runner, or on BullMQ (workers in this process) under a Redis prefix of its own. */
-function appOn(bullmq: boolean, options: TestAppOptions): Promise<TestContext> {
-  if (!bullmq) return createTestApp(options);
-  const own = `${prefix}-${prefixes.length + 1}`;
-  prefixes.push(own);
-  return createTestApp({
-    ...options,
-    role: 'all',
-    env: { ...options.env, REDIS_URL: TEST_REDIS_URL, BULLMQ_PREFIX: own },
-  });
-}
+const appOn = (bullmq: boolean, options: TestAppOptions): Promise<TestContext> =>
+  bullmq ? onBullmq.create(options) : createTestApp(options);
 
 describe.each([
   ['in process', false],

@@ -1,17 +1,15 @@
 import { sql } from '@vouch/db';
 import type { Processors } from '@vouch/jobs';
 import {
+  bullmqApps,
   createAgent,
   createTestApp,
-  dropPrefix,
   get,
   holdTransaction,
   post,
   redisAvailable,
-  TEST_REDIS_URL,
   type TestAppOptions,
   type TestContext,
-  testPrefix,
 } from '@vouch/testkit';
 import { afterAll, describe, expect, it } from 'vitest';
 
@@ -20,12 +18,10 @@ import { afterAll, describe, expect, it } from 'vitest';
 // answers 503 and reads back SERVICE_UNAVAILABLE, a flow's child included, and a job still running
 // at the stop holds the close no longer than SHUTDOWN_TIMEOUT_MS.
 const hasRedis = await redisAvailable();
-const prefix = testPrefix('job-transports');
-let prefixes = 0;
+const onBullmq = bullmqApps('job-transports');
 
 afterAll(async () => {
-  if (!hasRedis) return;
-  for (let i = 1; i <= prefixes; i++) await dropPrefix(`${prefix}-${i}`);
+  if (hasRedis) await onBullmq.dropAll();
 });
 
 /** Makes the app `options` describe, with more settings if given. */
@@ -35,15 +31,7 @@ type Make = (env?: Record<string, string>) => Promise<TestContext>;
 function transports(options: TestAppOptions): Array<[string, Make]> {
   return [
     ['in-process', (env) => createTestApp({ ...options, jobs: 'in-process', env: { ...options.env, ...env } })],
-    [
-      'bullmq',
-      (env) =>
-        createTestApp({
-          ...options,
-          role: 'all',
-          env: { ...options.env, ...env, REDIS_URL: TEST_REDIS_URL, BULLMQ_PREFIX: `${prefix}-${++prefixes}` },
-        }),
-    ],
+    ['bullmq', (env) => onBullmq.create({ ...options, env: { ...options.env, ...env } })],
   ];
 }
 

@@ -6,6 +6,7 @@ import type { JobRunner, Processors } from '@vouch/jobs';
 import { createRuntime, loadConfig, type Role, type Runtime, type RuntimeOverrides } from '@vouch/runtime';
 import pino from 'pino';
 import { createTestDatabase } from './db.ts';
+import { dropPrefix, TEST_REDIS_URL, testPrefix } from './redis.ts';
 
 export interface TestContext {
   app: App;
@@ -98,6 +99,29 @@ export async function createTestApp(options: TestAppOptions = {}): Promise<TestC
       await app.close();
       await runtime.close();
       await database.close();
+    },
+  };
+}
+
+/**
+ * Test apps on BullMQ (role `all`: workers in the test process), each under a Redis prefix of its
+ * own (`vouch-<kind>-…-<n>`); `dropAll` deletes every key they left.
+ */
+export function bullmqApps(kind: string) {
+  const prefix = testPrefix(kind);
+  const used: string[] = [];
+  return {
+    create(options: TestAppOptions = {}): Promise<TestContext> {
+      const own = `${prefix}-${used.length + 1}`;
+      used.push(own);
+      return createTestApp({
+        ...options,
+        role: 'all',
+        env: { ...options.env, REDIS_URL: TEST_REDIS_URL, BULLMQ_PREFIX: own },
+      });
+    },
+    async dropAll(): Promise<void> {
+      for (const own of used) await dropPrefix(own);
     },
   };
 }

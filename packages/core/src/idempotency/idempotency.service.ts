@@ -228,18 +228,9 @@ export function createIdempotencyService({ db, clock }: { db: Kysely<DB>; clock:
         if (row && typeof outcome?.job === 'string') {
           return { stored: null, keyed: { ...keyed, claim: outcome.job }, joined: true };
         }
-        const claim = `idem-${randomUUID()}`;
-        await repo.storeKey(trx, {
-          organizationId: req.organizationId,
-          scope: req.scope,
-          key: req.key,
-          requestHash: requestHashed,
-          statusCode: CLAIMED.statusCode,
-          response: JSON.stringify({ ...CLAIMED, job: claim }),
-          now,
-          expiresAt: new Date(now.getTime() + IDEMPOTENCY_TTL_MS),
-        });
-        return { stored: null, keyed: { ...keyed, claim }, joined: false };
+        const claimed = { ...keyed, claim: `idem-${randomUUID()}` };
+        await storeForJob(trx, req.organizationId, claimed, CLAIMED, now);
+        return { stored: null, keyed: claimed, joined: false };
       });
     },
 
