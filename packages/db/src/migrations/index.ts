@@ -26,6 +26,7 @@ import * as transactionsMovedToken from './20261213000000-transactions-moved-tok
 import * as ownerNotifyBudgets from './20261214000000-owner-notify-budgets.ts';
 import * as anomalyChecksLatest from './20261215000000-anomaly-checks-latest.ts';
 import * as anomalyChecksAsset from './20261216000000-anomaly-checks-asset.ts';
+import * as decisionsOrganizationUnchecked from './20261217000000-decisions-organization-unchecked.ts';
 
 /** Every migration, in order. Names are timestamped; never rename or reorder a landed one. */
 export const migrations: Record<string, Migration> = {
@@ -56,4 +57,5 @@ export const migrations: Record<string, Migration> = {
   '20261214000000-owner-notify-budgets': ownerNotifyBudgets,
   '20261215000000-anomaly-checks-latest': anomalyChecksLatest,
   '20261216000000-anomaly-checks-asset': anomalyChecksAsset,
+  '20261217000000-decisions-organization-unchecked': decisionsOrganizationUnchecked,
 };
