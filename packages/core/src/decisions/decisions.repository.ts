@@ -44,7 +44,7 @@ function decisionValues(d: NewDecision) {
     approval_id: d.approvalId,
     actor_key_id: d.actorKeyId,
     request_id: d.requestId,
-    created_at: d.now,
+    created_at: d.now.toISOString(),
   };
 }
 
