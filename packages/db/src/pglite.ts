@@ -23,11 +23,15 @@ export class LazyPgliteDialect implements Dialect {
   constructor(
     private readonly dataDir: string,
     private readonly waitMs: number,
+    /** A data directory's copy to start from (`dumpDataDir`), instead of a new one. */
+    private readonly loadDataDir?: Blob,
   ) {}
 
   /** The PGlite instance, loaded and started by the first call. */
   client(): Promise<PGlite> {
-    this.#client ??= import('@electric-sql/pglite').then(({ PGlite }) => new PGlite(this.dataDir));
+    this.#client ??= import('@electric-sql/pglite').then(
+      ({ PGlite }) => new PGlite(this.dataDir, this.loadDataDir ? { loadDataDir: this.loadDataDir } : {}),
+    );
     return this.#client;
   }
 

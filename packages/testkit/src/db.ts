@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
-import { createDatabase, type Database, type DB, type Kysely, migrateToLatest, sql } from '@vouch/db';
+import { readFileSync } from 'node:fs';
+import { createDatabase, type Database, type DB, type Kysely, sql } from '@vouch/db';
 import pg from 'pg';
 import { inject } from 'vitest';
 import { latch, sleep } from './process.ts';
@@ -12,6 +13,8 @@ declare module 'vitest' {
   export interface ProvidedContext {
     testDbMode: 'postgres' | 'pglite';
     templateDatabase: string;
+    /** PGlite: the file holding a migrated data directory each test file's database starts from. */
+    templateDataDir: string;
   }
 }
 
@@ -70,9 +73,8 @@ export async function createTestDatabase(
   options: { poolMax?: number; connectionTimeoutMs?: number; statementTimeoutMs?: number } = {},
 ): Promise<Database & { url?: string }> {
   if (inject('testDbMode') === 'pglite') {
-    const database = createDatabase({ dataDir: 'memory://' });
-    await migrateToLatest(database.db);
-    return database;
+    // A copy of the data directory test/global-setup.ts migrated: as a clone of the template on PostgreSQL.
+    return createDatabase({ dataDir: 'memory://', loadDataDir: new Blob([readFileSync(inject('templateDataDir'))]) });
   }
   const template = inject('templateDatabase');
   const { name, url } = await createScratchDatabase(`${template}_f`, { template });
