@@ -7,10 +7,12 @@ import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 // cache holds: the write drops its own entry before it answers; the database notification
 // that tells the other replicas may come later. On PostgreSQL, where the notification travels
 // over a connection of its own (the embedded database has one connection for everything).
-// Before writes dropped their own entry, 57 of 10,000 checks and 1,401 of 10,000 score reads were
-// stale: 3,000 rounds expect 17 and 420 such reads, so a regression of either kind shows (a run
-// without one has odds near e^-17), at under a third of the time 10,000 took.
-const ROUNDS = 3_000;
+// Each race runs as many rounds as make a regression show with odds of missing it near e^-17 or
+// less, from how often the read was stale before its write dropped its own entry: 57 of 10,000
+// checks (3,000 rounds expect 17 stale reads), 1,401 of 10,000 score reads and 289 of 3,000
+// confidences (300 rounds expect 42 and 29).
+const CHECK_ROUNDS = 3_000;
+const READ_ROUNDS = 300;
 
 describe.runIf(inject('testDbMode') === 'postgres')('read your writes through the read cache', () => {
   let t: TestContext;
@@ -19,10 +21,10 @@ describe.runIf(inject('testDbMode') === 'postgres')('read your writes through th
   });
   afterAll(() => t?.close());
 
-  it(`sees each new budget limit in the next check, ${ROUNDS} times`, async () => {
+  it(`sees each new budget limit in the next check, ${CHECK_ROUNDS} times`, async () => {
     const agent = await createAgentWithBudget(t.app, { dailyLimit: '1000', monthlyLimit: '1000000' });
     let stale = 0;
-    for (let i = 0; i < ROUNDS; i++) {
+    for (let i = 0; i < CHECK_ROUNDS; i++) {
       const limit = i % 2 === 0 ? '100' : '1000';
       expect((await post(t.app, `/api/budgets/${agent}/set`, { dailyLimit: limit })).statusCode).toBe(200);
       const check = (await post(t.app, `/api/budgets/${agent}/check`, { amount: '500' })).json().data;
@@ -31,10 +33,10 @@ describe.runIf(inject('testDbMode') === 'postgres')('read your writes through th
     expect(stale).toBe(0);
   }, 300_000);
 
-  it(`sees each new score in the next read, ${ROUNDS} times`, async () => {
+  it(`sees each new score in the next read, ${READ_ROUNDS} times`, async () => {
     const agent = await createAgentWithBudget(t.app, { dailyLimit: '1', monthlyLimit: '1' });
     let stale = 0;
-    for (let i = 0; i < ROUNDS; i++) {
+    for (let i = 0; i < READ_ROUNDS; i++) {
       const score = i % 1000;
       expect((await post(t.app, `/api/agents/${agent}/score`, { score, reason: '0x' })).statusCode).toBe(200);
       if ((await get(t.app, `/api/agents/${agent}/score`)).json().data.score !== score) stale++;
@@ -42,13 +44,13 @@ describe.runIf(inject('testDbMode') === 'postgres')('read your writes through th
     expect(stale).toBe(0);
   }, 300_000);
 
-  it(`sees each recorded transaction in the next score's confidence, ${ROUNDS} times`, async () => {
+  it(`sees each recorded transaction in the next score's confidence, ${READ_ROUNDS} times`, async () => {
     // Known for 30 days, so that the confidence is n / (n + 10) of its n counted transactions.
     const start = t.clock.now;
     let agent = '';
     let stale = 0;
     try {
-      for (let i = 0; i < ROUNDS; i++) {
+      for (let i = 0; i < READ_ROUNDS; i++) {
         const n = (i % 20) + 1;
         if (n === 1) {
           t.clock.set(start);
