@@ -16,6 +16,7 @@ import { SEEDED_SCORE, seedScoredAgents } from '@vouch/testkit';
 import { cleanup, installSignalHandlers } from './lib/cleanup.ts';
 import { type Context, call, startApi } from './lib/context.ts';
 import { cpuMeter, setOwnPostgres } from './lib/cpu.ts';
+import { P8_POLICY, p8Decision } from './lib/decide.ts';
 import { type HttpLoadOptions, httpLoad } from './lib/http-load.ts';
 import { benchPrefix, createBenchDatabase } from './lib/infra.ts';
 import { profiles } from './lib/profile.ts';
@@ -49,14 +50,8 @@ async function main() {
     for (const agent of [check, decide]) {
       await call(api.base, 'POST', `/api/budgets/${agent}/set`, { dailyLimit: huge, monthlyLimit: huge });
     }
-    await call(api.base, 'PUT', `/api/agents/${decide}/policy`, {
-      rules: [
-        { name: 'blocked', action: 'deny', when: { counterpartyIn: [`0x${'d'.repeat(40)}`] } },
-        { name: 'big', action: 'review', when: { amountAbove: '1000000000000000000000' } },
-        { name: 'rest', action: 'allow', when: { agentScoreAtLeast: 100 } },
-      ],
-    });
-    const decision = { agent: decide, amount: '1', counterparty: `0x${'c'.repeat(40)}`, category: 'compute' };
+    await call(api.base, 'PUT', `/api/agents/${decide}/policy`, P8_POLICY);
+    const decision = p8Decision(decide);
     const probe = await call<{ data?: { policy?: { matchedRule?: string } } }>(
       api.base,
       'POST',

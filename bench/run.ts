@@ -18,6 +18,7 @@ import { runB7 } from './baselines/b7.ts';
 import { cleanup, installSignalHandlers, onCleanup } from './lib/cleanup.ts';
 import { type Context, call, type RunningApi, startApi, startWorker } from './lib/context.ts';
 import { setOwnPostgres } from './lib/cpu.ts';
+import { P8_POLICY } from './lib/decide.ts';
 import { evaluateGoals } from './lib/evaluate.ts';
 import {
   benchPrefix,
@@ -147,14 +148,7 @@ async function main() {
   await setBudget(ctx.roles.spendSql, huge);
   await setBudget(ctx.roles.exhaust, String(profile.exhaustLimit));
   await setBudget(ctx.roles.decide, huge);
-  // A policy like a customer's: a deny list, a review threshold, then allow a known-enough agent.
-  await call(apiA.base, 'PUT', `/api/agents/${ctx.roles.decide}/policy`, {
-    rules: [
-      { name: 'blocked', action: 'deny', when: { counterpartyIn: [`0x${'d'.repeat(40)}`] } },
-      { name: 'big', action: 'review', when: { amountAbove: '1000000000000000000000' } },
-      { name: 'rest', action: 'allow', when: { agentScoreAtLeast: 100 } },
-    ],
-  });
+  await call(apiA.base, 'PUT', `/api/agents/${ctx.roles.decide}/policy`, P8_POLICY);
   await setBudget(ctx.roles.spendEventsOn, huge);
   await setBudget(ctx.roles.spendEventsOff, huge);
 

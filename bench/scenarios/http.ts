@@ -1,6 +1,7 @@
 import { sql } from '@vouch/db';
 import { jobs } from '@vouch/jobs';
 import { type Context, call, type RunningApi, withCpu } from '../lib/context.ts';
+import { p8Decision } from '../lib/decide.ts';
 import { httpLoad } from '../lib/http-load.ts';
 import { pacedClient } from '../lib/http-paced.ts';
 import { pacedJobRoundTrips } from '../lib/job-phases.ts';
@@ -74,7 +75,7 @@ export async function runP2(ctx: Context, api: RunningApi, label: string) {
  * policy and the sanctions of agent, owner and counterparty, evaluates, and stores itself.
  */
 export async function runP8(ctx: Context, api: RunningApi) {
-  const body = { agent: ctx.roles.decide, amount: '1', counterparty: `0x${'c'.repeat(40)}`, category: 'compute' };
+  const body = p8Decision(ctx.roles.decide);
   const probe = await call<{ data: { decision: string; policy: { matchedRule: string } } }>(
     api.base,
     'POST',
