@@ -65,6 +65,13 @@ export async function dropDatabase(name: string, adminUrl = ADMIN_DATABASE_URL):
   await withAdmin(adminUrl, (admin) => admin.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`));
 }
 
+/** The migrated data directory's copy, read once per worker (its files share one module graph). */
+let templateCopy: { file: string; copy: Blob } | undefined;
+function templateDataDir(file: string): Blob {
+  if (templateCopy?.file !== file) templateCopy = { file, copy: new Blob([readFileSync(file)]) };
+  return templateCopy.copy;
+}
+
 /**
  * A fresh, migrated database for one test file: a clone of the migrated template
  * on Postgres, or an in-memory PGlite when the run uses the embedded driver.
@@ -74,7 +81,7 @@ export async function createTestDatabase(
 ): Promise<Database & { url?: string }> {
   if (inject('testDbMode') === 'pglite') {
     // A copy of the data directory test/global-setup.ts migrated: as a clone of the template on PostgreSQL.
-    return createDatabase({ dataDir: 'memory://', loadDataDir: new Blob([readFileSync(inject('templateDataDir'))]) });
+    return createDatabase({ dataDir: 'memory://', loadDataDir: templateDataDir(inject('templateDataDir')) });
   }
   const template = inject('templateDatabase');
   const { name, url } = await createScratchDatabase(`${template}_f`, { template });
