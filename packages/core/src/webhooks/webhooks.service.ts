@@ -471,8 +471,10 @@ export function createWebhooksService({
       };
     },
 
-    /** Sends one delivery again now, whatever its state (a pending one's schedule is replaced). */
-    /** `executor` and `afterCommit` as for `test`. */
+    /**
+     * Sends one delivery again now, whatever its state (a pending one's schedule is replaced).
+     * `executor` and `afterCommit` as for `test`.
+     */
     async retry(
       actor: Actor,
       id: string,
@@ -497,8 +499,10 @@ export function createWebhooksService({
       return shown as Delivery;
     },
 
-    /** Sends the organization's events of [since, until) to this endpoint again (those it has not received). */
-    /** `executor` and `afterCommit` as for `test`. */
+    /**
+     * Sends the organization's events of [since, until) to this endpoint again (those it has not
+     * received). `executor` and `afterCommit` as for `test`.
+     */
     async replay(
       actor: Actor,
       id: string,
