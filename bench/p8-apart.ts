@@ -1,5 +1,5 @@
 /**
- * P8 measured apart: `node --import tsx bench/p8-apart.ts [rounds] [seconds]`.
+ * P8 measured apart: `node --import tsx bench/p8-apart.ts [rounds] [seconds] [check|decision]`.
  *
  * One API process as the bench starts it (bundled, RATE_LIMIT=off, on PostgreSQL), the bench's
  * budget check and decision (an agent with a budget and P8's three-rule policy), measured in
@@ -7,6 +7,8 @@
  * drifts for both alike. Each round prints its requests/s, p50, and the CPU the API and this
  * run's PostgreSQL spent per request; the end, how many decisions each store statement carried.
  * A diagnostic for bench/CHANGELOG.md, not a goal: the goals are judged by `npm run bench`.
+ * `P8_APART_NODE_OPTIONS` is the API's NODE_OPTIONS, e.g. `--cpu-prof --cpu-prof-dir=/tmp/p8`
+ * for a CPU profile of it written when the run stops it.
  */
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -17,12 +19,15 @@ import { cleanup, installSignalHandlers } from './lib/cleanup.ts';
 import { type Context, call, startApi } from './lib/context.ts';
 import { cpuMeter, setOwnPostgres } from './lib/cpu.ts';
 import { P8_POLICY, p8Decision } from './lib/decide.ts';
+import { envVar } from './lib/env.ts';
 import { type HttpLoadOptions, httpLoad } from './lib/http-load.ts';
 import { benchPrefix, createBenchDatabase } from './lib/infra.ts';
 import { profiles } from './lib/profile.ts';
 
 const rounds = Number(process.argv[2] ?? 3);
 const seconds = Number(process.argv[3] ?? 6);
+/** `check` or `decision`: only that load (a profile of one); both alternate without it. */
+const only = process.argv[4];
 
 async function main() {
   installSignalHandlers();
@@ -38,7 +43,10 @@ async function main() {
     pids: {},
     envs: {},
   };
-  const api = await startApi(partial as unknown as Context, 'api', { rateLimit: 'off' });
+  const api = await startApi(partial as unknown as Context, 'api', {
+    rateLimit: 'off',
+    nodeOptions: envVar('P8_APART_NODE_OPTIONS'),
+  });
   const database = createDatabase({ databaseUrl: dbUrl, poolMax: 2, applicationName: 'vouch-p8-apart' });
   try {
     const backend = await sql<{ pid: number }>`SELECT pg_backend_pid() AS pid`.execute(database.db);
@@ -70,9 +78,11 @@ async function main() {
       },
       decision: { url: `${api.base}/api/decisions`, method: 'POST', body: JSON.stringify(decision), connections: 50 },
     };
-    for (const load of Object.values(loads)) await httpLoad({ ...load, durationSec: 3 }, false);
+    const measured = Object.entries(loads).filter(([name]) => only === undefined || name === only);
+    if (measured.length === 0) throw new Error(`no load named ${only}: check or decision`);
+    for (const [, load] of measured) await httpLoad({ ...load, durationSec: 3 }, false);
     for (let round = 1; round <= rounds; round++) {
-      for (const [name, load] of Object.entries(loads)) {
+      for (const [name, load] of measured) {
         const meter = cpuMeter(() => ({ api: [api.proc.pid] }));
         const result = await httpLoad({ ...load, durationSec: seconds });
         const cpu = meter.stop();

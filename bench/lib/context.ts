@@ -80,6 +80,8 @@ export async function startApi(
     cacheTrace?: string;
     /** Unset: the product's default (on); P9 compares on and off. */
     events?: 'on' | 'off';
+    /** NODE_OPTIONS of the API process, e.g. `--cpu-prof --cpu-prof-dir=…` (bench/p8-apart.ts). */
+    nodeOptions?: string;
   },
 ): Promise<RunningApi> {
   const port = await freePort();
@@ -98,6 +100,7 @@ export async function startApi(
     RATE_LIMIT: options.rateLimit,
     // Unset: the product's default (on); X-P2-uncoalesced turns it off.
     ...(options.coalesceWrites && { COALESCE_WRITES: options.coalesceWrites }),
+    ...(options.nodeOptions && { NODE_OPTIONS: options.nodeOptions }),
     ...(options.cacheTrace && {
       NODE_OPTIONS: `--import=${pathToFileURL(CACHE_TRACE_MODULE).href}`,
       VOUCH_BENCH_CACHE_TRACE: options.cacheTrace,
