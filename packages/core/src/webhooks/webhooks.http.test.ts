@@ -70,4 +70,35 @@ describe('postWebhook', () => {
       server.close();
     }
   });
+
+  it('fails an attempt whose answer is cut off before its end, as one that never came', async () => {
+    // A status line and part of a body, then the connection closes: no whole answer.
+    const answers: Record<string, string> = {
+      short: 'HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\nten bytes.',
+      unfinished: 'HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n',
+      // Without a length, a body ends with its connection: a whole answer.
+      untilClose: 'HTTP/1.0 200 OK\r\n\r\nthe body, to the end',
+      // Read up to 64 KiB, then closed by the sender: an answer it stopped reading still counts.
+      long: `HTTP/1.1 200 OK\r\nContent-Length: 200000\r\n\r\n${'x'.repeat(200_000)}`,
+    };
+    const server = createTcpServer((socket) => {
+      socket.on('error', () => {});
+      socket.once('data', (data) => {
+        const answer = answers[/POST \/(\w+)/.exec(data.toString())?.[1] ?? ''];
+        if (answer) socket.end(answer);
+      });
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    try {
+      const { port } = server.address() as AddressInfo;
+      const send = (path: string) =>
+        postWebhook(`http://127.0.0.1:${port}/${path}`, {}, '{}', { timeoutMs: 1000, allowPrivateTargets: true });
+      expect(await send('short')).toMatchObject({ statusCode: null, error: expect.stringContaining('cut off') });
+      expect(await send('unfinished')).toMatchObject({ statusCode: null, error: expect.stringContaining('cut off') });
+      expect(await send('untilClose')).toMatchObject({ statusCode: 200, error: null });
+      expect(await send('long')).toMatchObject({ statusCode: 200, error: null });
+    } finally {
+      server.close();
+    }
+  });
 });

@@ -93,11 +93,22 @@ export function postWebhook(
       const status = response.statusCode ?? null;
       const location = redirectTarget(url, response.headers.location);
       let read = 0;
+      let capped = false;
       response.on('data', (chunk: Buffer) => {
         read += chunk.length;
-        if (read > MAX_RESPONSE_BYTES) response.destroy();
+        if (read > MAX_RESPONSE_BYTES) {
+          capped = true;
+          response.destroy();
+        }
       });
-      const done = () =>
+      const done = () => {
+        // The connection ended inside the answer (a body shorter than its length, a chunked one
+        // without its last chunk): no whole answer came, as when none comes in time. Only the
+        // answer this side stops reading (over MAX_RESPONSE_BYTES) ends early and still counts.
+        if (!response.complete && !capped) {
+          finish(null, `the answer (${status}) was cut off before its end`);
+          return;
+        }
         finish(
           status,
           status !== null && status >= 300 && status < 400
@@ -106,6 +117,7 @@ export function postWebhook(
               ? `the receiver answered ${status}`
               : null,
         );
+      };
       response.on('end', done);
       response.on('close', done);
       response.on('error', done);
