@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { hasDuplicateMember } from './json-body.ts';
+import { hasDuplicateMember, hasLoneSurrogate } from './json-body.ts';
 
 describe('hasDuplicateMember', () => {
   it('finds a member named twice in one object, at any depth, names compared decoded', () => {
@@ -35,6 +35,44 @@ describe('hasDuplicateMember', () => {
           .join('');
         const twice = `${text.slice(0, -1)},"${escaped}":${JSON.stringify(value)}}`;
         expect(hasDuplicateMember(twice)).toBe(true);
+      }),
+    );
+  });
+});
+
+describe('hasLoneSurrogate', () => {
+  it('finds half a surrogate pair escaped alone, in a name or a value, wherever it stands', () => {
+    for (const text of [
+      '"\\ud800"',
+      '"\\udc00"',
+      '"\\udc00\\ud800"',
+      '"\\ud800x\\udc00"',
+      '"\\ud800\\n"',
+      '"\\ud800\\ud800\\udc00"',
+      '"\\ud83d","\\udd11"',
+      '{"\\uDBFF":1}',
+      '["ok","\\\\","\\uDFFF"]',
+    ]) {
+      expect(hasLoneSurrogate(text), text).toBe(true);
+    }
+  });
+
+  it('lets pairs, other escapes and an escaped backslash before "ud800" through', () => {
+    for (const text of ['"\\ud83d\\udd11"', '"\\uD83D\\uDD11 \\u0041\\n"', '"\\\\ud800"', '"🔑"', '{}', '"\\ufffd"']) {
+      expect(hasLoneSurrogate(text), text).toBe(false);
+    }
+  });
+
+  it('never on what JSON.stringify writes of well-formed strings, always once one is escaped alone', () => {
+    fc.assert(
+      fc.property(fc.jsonValue(), (value) => {
+        expect(hasLoneSurrogate(JSON.stringify(value))).toBe(false);
+      }),
+    );
+    fc.assert(
+      fc.property(fc.jsonValue(), fc.integer({ min: 0xd800, max: 0xdfff }), (value, unit) => {
+        // JSON.stringify escapes a lone surrogate (ES2019).
+        expect(hasLoneSurrogate(JSON.stringify([value, String.fromCharCode(unit)]))).toBe(true);
       }),
     );
   });

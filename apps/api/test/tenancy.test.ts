@@ -105,6 +105,45 @@ describe('keys', () => {
     const none = await call(ADMIN, 'POST', '/api/keys', { name: 'x', scopes: ['read'], organizationId: 'nobody' });
     expect(none.statusCode).toBe(400);
   });
+
+  it('and organizations are named in Unicode text: a lone surrogate or bytes that are not UTF-8 are 400, nothing stored', async () => {
+    const json = { 'content-type': 'application/json' };
+    const count = async (table: 'api_keys' | 'organizations' | 'audit_log') =>
+      (await t.database.db.selectFrom(table).selectAll().execute()).length;
+    const counts = async () => [await count('api_keys'), await count('organizations'), await count('audit_log')];
+    const before = await counts();
+    const bodies: Array<[string, string | Buffer]> = [
+      // An escape of half a surrogate pair is no character: stored, it would read U+FFFD, not as sent.
+      ['/api/keys', '{"name":"ops \\ud800","scopes":["read"]}'],
+      ['/api/keys', '{"name":"\\udc00\\ud800","scopes":["read"]}'],
+      ['/api/keys', '{"name":"x","scopes":["read"],"\\ud83d":1}'],
+      // Bytes that are not UTF-8 (I-JSON is UTF-8): decoded as text, they would read U+FFFD as well.
+      [
+        '/api/keys',
+        Buffer.concat([Buffer.from('{"name":"ops '), Buffer.from([0xc3, 0x28]), Buffer.from('","scopes":["read"]}')]),
+      ],
+      [
+        '/api/keys',
+        Buffer.concat([Buffer.from('{"name":"'), Buffer.from([0xed, 0xa0, 0x80]), Buffer.from('","scopes":["read"]}')]),
+      ],
+      ['/api/organizations', '{"name":"Acme \\udfff"}'],
+    ];
+    for (const [url, payload] of bodies) {
+      const res = await t.app.inject({ method: 'POST', url, payload, headers: { ...bearer(ADMIN), ...json } });
+      expect(res.statusCode, `${url} ${payload.toString()}: ${res.body}`).toBe(400);
+      expect(code(res)).toBe('INVALID_JSON');
+    }
+    expect(await counts()).toEqual(before);
+    // A pair written as two escapes is one character, and is kept as sent.
+    const paired = await t.app.inject({
+      method: 'POST',
+      url: '/api/keys',
+      payload: '{"name":"ops \\ud83d\\udd11 \\\\ud800","scopes":["read"]}',
+      headers: { ...bearer(acme), ...json },
+    });
+    expect(paired.statusCode, paired.body).toBe(201);
+    expect(paired.json().data.name).toBe('ops 🔑 \\ud800');
+  });
 });
 
 describe('scopes', () => {

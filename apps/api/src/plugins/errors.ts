@@ -8,7 +8,7 @@ import type { ErrorCode } from '@vouch/schemas';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
 import { hasZodFastifySchemaValidationErrors } from 'fastify-type-provider-zod';
-import { DuplicateMemberError } from '../json-body.ts';
+import { NotIJsonError } from '../json-body.ts';
 
 /** Framework errors that are the client's fault, by Fastify code. */
 const frameworkCodes: Record<string, { code: ErrorCode; message?: string }> = {
@@ -119,7 +119,7 @@ export const errorsPlugin = fp(async (app: FastifyInstance) => {
     }
     const known = error.code ? frameworkCodes[error.code] : undefined;
     if (known) return sendFailure(reply, request, known.code, known.message ?? error.message);
-    if (error instanceof DuplicateMemberError) {
+    if (error instanceof NotIJsonError) {
       return sendFailure(reply, request, 'INVALID_JSON', `request body is not valid I-JSON: ${error.message}`);
     }
     if (error instanceof SyntaxError || (error.statusCode === 400 && /JSON|prototype/i.test(error.message))) {
