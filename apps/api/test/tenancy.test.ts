@@ -144,6 +144,36 @@ describe('keys', () => {
     expect(paired.statusCode, paired.body).toBe(201);
     expect(paired.json().data.name).toBe('ops 🔑 \\ud800');
   });
+
+  it('made by a key that expires expire with it at the latest, so a key lent for a while leaves none behind', async () => {
+    const expires = Math.floor(t.clock.now.getTime() / 1000) + 3600;
+    const lent = await call(acme, 'POST', '/api/keys', { name: 'lent', scopes: ['admin'], expiresAt: expires });
+    expect(lent.statusCode, lent.body).toBe(201);
+    const key = lent.json().data.key as string;
+    const keys = async () => (await t.database.db.selectFrom('api_keys').select('id').execute()).length;
+    const audited = async () => (await t.database.db.selectFrom('audit_log').select('seq').execute()).length;
+    const before = [await keys(), await audited()];
+    for (const outliving of [{}, { expiresAt: expires + 1 }]) {
+      const res = await call(key, 'POST', '/api/keys', { name: 'heir', scopes: ['admin'], ...outliving });
+      expect(res.statusCode, res.body).toBe(400);
+      expect(res.json().error).toMatchObject({
+        code: 'VALIDATION_ERROR',
+        details: [
+          { path: 'body.expiresAt', message: `must be at most ${expires}, when the key that creates it expires` },
+        ],
+      });
+    }
+    expect([await keys(), await audited()]).toEqual(before);
+    for (const within of [expires, expires - 60]) {
+      const res = await call(key, 'POST', '/api/keys', { name: 'heir', scopes: ['read'], expiresAt: within });
+      expect(res.statusCode, res.body).toBe(201);
+      expect(res.json().data.expiresAt).toBe(within);
+    }
+    // A key that never expires, and the operator, make keys that never expire.
+    const forever = await call(acme, 'POST', '/api/keys', { name: 'forever', scopes: ['read'] });
+    expect(forever.statusCode, forever.body).toBe(201);
+    expect(forever.json().data.expiresAt).toBeNull();
+  });
 });
 
 describe('scopes', () => {

@@ -25,9 +25,11 @@ export const createApiKeyBody = z.strictObject({
   organizationId: organizationId
     .optional()
     .meta({ description: 'The organization the key acts for (operator only); default: the caller’s' }),
-  expiresAt: unixSeconds
-    .optional()
-    .meta({ description: 'Unix seconds after which the key stops working; absent → never', example: 1798761600 }),
+  expiresAt: unixSeconds.optional().meta({
+    description:
+      'Unix seconds after which the key stops working; absent → never. A key that expires creates keys expiring no later than itself',
+    example: 1798761600,
+  }),
 });
 export type CreateApiKeyInput = z.infer<typeof createApiKeyBody>;
 

@@ -84,12 +84,18 @@ export function createKeysService({ db, clock, audit, cacheMs = 5000, touchEvery
    * change revokes, locked with the acting one in id order, so that two keys revoking each other
    * at once wait for each other rather than deadlock.
    */
-  async function assertStillValid(trx: Kysely<DB>, actor: Actor, now: Date, revoking?: string): Promise<void> {
-    if (actor.kind !== 'key' || actor.keyId === null) return;
+  async function assertStillValid(
+    trx: Kysely<DB>,
+    actor: Actor,
+    now: Date,
+    revoking?: string,
+  ): Promise<repo.ApiKeyRow | null> {
+    if (actor.kind !== 'key' || actor.keyId === null) return null;
     const rows = await repo.lockKeys(trx, revoking === undefined ? [actor.keyId] : [actor.keyId, revoking]);
     const row = rows.find((r) => r.id === actor.keyId);
     const status = row ? keyStatus(row, now) : 'revoked';
-    if (status !== 'active') throw new UnauthorizedError(`the API key is ${status}`);
+    if (!row || status !== 'active') throw new UnauthorizedError(`the API key is ${status}`);
+    return row;
   }
 
   return {
@@ -108,7 +114,18 @@ export function createKeysService({ db, clock, audit, cacheMs = 5000, touchEvery
       }
       const { id, secret } = generateSecret();
       const row = await db.transaction().execute(async (trx) => {
-        await assertStillValid(trx, actor, now);
+        const creator = await assertStillValid(trx, actor, now);
+        // A key that expires makes keys that expire with it at the latest: a key lent for a day
+        // cannot leave behind one that outlives the loan.
+        const creatorExpires = creator?.expires_at ? toUnixSeconds(creator.expires_at) : null;
+        if (creatorExpires !== null && (input.expiresAt === undefined || input.expiresAt > creatorExpires)) {
+          throw new ValidationError([
+            {
+              path: 'body.expiresAt',
+              message: `must be at most ${creatorExpires}, when the key that creates it expires`,
+            },
+          ]);
+        }
         if (!(await findOrganization(trx, organizationId))) {
           throw new ValidationError([{ path: 'body.organizationId', message: `no organization ${organizationId}` }]);
         }
