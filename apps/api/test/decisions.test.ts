@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import { createProcessors } from '@vouch/core';
 import { sql } from '@vouch/db';
 import {
   approval,
@@ -966,6 +967,49 @@ describe('holds and approvals', () => {
       expect(late.json().error).toMatchObject({ code: 'APPROVAL_NOT_PENDING', details: { status: 'expired' } });
     } finally {
       t.clock.advance(-(86_400_000 + 1000));
+    }
+  });
+
+  it('the sweep expires holds even when expiring approvals fails, and fails the job after', async () => {
+    const agent = await createAgentWithBudget(t.app, limits);
+    const held = await post(t.app, `/api/budgets/${agent}/authorizations`, { amount: '100', expiresIn: 60 });
+    expect(held.statusCode, held.body).toBe(201);
+    await setPolicy(agent, [{ name: 'all', action: 'review' }]);
+    const review = await decideOk({ agent, amount: '50' });
+    // A fault of the approvals' sweep alone: their table refuses every change.
+    const db = t.database.db;
+    await sql`CREATE FUNCTION test_refuse_approvals() RETURNS trigger LANGUAGE plpgsql
+      AS $$ BEGIN RAISE EXCEPTION 'approvals refuse changes'; END $$`.execute(db);
+    await sql`CREATE TRIGGER test_refuse_approvals BEFORE UPDATE ON approvals
+      FOR EACH ROW EXECUTE FUNCTION test_refuse_approvals()`.execute(db);
+    const sweep = createProcessors(t.services, 'test')['maintenance.expire-holds'];
+    const context = { jobId: 'sweep', attempt: 1, updateProgress: async () => {}, childrenValues: async () => [] };
+    t.clock.advance(86_400_000 + 1000);
+    try {
+      await expect(sweep({}, context)).rejects.toThrow(/approvals refuse changes/);
+      const hold = (await get(t.app, `/api/budgets/${agent}/authorizations/${held.json().data.authorizationId}`)).json()
+        .data;
+      expect(hold).toMatchObject({ status: 'expired', releasedAt: expect.any(Number) });
+      expect((await get(t.app, `/api/budgets/${agent}`)).json().data.monthlyHeld).toBe('0');
+      const row = await db
+        .selectFrom('approvals')
+        .select('status')
+        .where('id', '=', review.approvalId)
+        .executeTakeFirst();
+      expect(row?.status).toBe('pending');
+      await sql`DROP TRIGGER test_refuse_approvals ON approvals`.execute(db);
+      // Once the fault is gone, the next sweep expires the approval.
+      expect((await sweep({}, context)).expired).toBeGreaterThanOrEqual(1);
+      const after = await db
+        .selectFrom('approvals')
+        .select('status')
+        .where('id', '=', review.approvalId)
+        .executeTakeFirst();
+      expect(after?.status).toBe('expired');
+    } finally {
+      t.clock.advance(-(86_400_000 + 1000));
+      await sql`DROP TRIGGER IF EXISTS test_refuse_approvals ON approvals`.execute(db);
+      await sql`DROP FUNCTION IF EXISTS test_refuse_approvals()`.execute(db);
     }
   });
 

@@ -5,7 +5,15 @@ import type { Services } from '../services.ts';
 export const expireHoldsProcessor =
   (services: Services): Processor<typeof jobs.expireHolds> =>
   async () => {
-    // Approvals first: a pending one's hold expires at the same time, in the same sweep.
-    const approvals = await services.approvals.expireDue();
-    return { expired: approvals.length + (await services.authorizations.expireDue()).length };
+    // Approvals first: a pending one's hold expires at the same time, in the same sweep. Holds
+    // expire whatever became of the approvals' sweep: one failing (a busy database, a row it
+    // cannot write) must not keep every budget's expired holds held; its error fails the job after.
+    let failed: { error: unknown } | null = null;
+    const approvals = await services.approvals.expireDue().catch((error: unknown) => {
+      failed = { error };
+      return [];
+    });
+    const holds = await services.authorizations.expireDue();
+    if (failed !== null) throw (failed as { error: unknown }).error;
+    return { expired: approvals.length + holds.length };
   };

@@ -24,6 +24,8 @@ export interface ApprovalsDeps {
 
 /** How long an approved grant may be redeemed when the approver does not say. */
 export const DEFAULT_GRANT_SECONDS = 3600;
+/** Approvals one transaction of the sweep expires at most. */
+const EXPIRY_BATCH = 500;
 
 export class ApprovalNotFoundError extends DomainError {
   constructor(id: string) {
@@ -216,27 +218,36 @@ export function createApprovalsService({ db, clock, audit, events, cache }: Appr
 
     /**
      * Pending approvals and unredeemed grants past their time expire, each with an audit entry and
-     * an event of its organization, in one transaction (organization by organization, so that
-     * sweeps take the audit heads in one order); their holds expire with the holds' own sweep.
+     * an event of its organization: organization by organization, in batches of EXPIRY_BATCH,
+     * each batch in a transaction of its own, so that a backlog (after a stop) neither holds an
+     * organization's audit head for the whole sweep nor fails whole. Their holds expire with the
+     * holds' own sweep.
      */
     async expireDue(): Promise<ApprovalRow[]> {
       const now = clock();
-      const expired = await db.transaction().execute(async (trx) => {
-        const rows = await repo.expireApprovals(trx, now);
-        rows.sort((a, b) => a.organization_id.localeCompare(b.organization_id) || Number(a.id) - Number(b.id));
-        for (const row of rows) {
-          const actor = systemActor(row.organization_id);
-          const details = {
-            approvalId: String(row.id),
-            authorizationId: row.authorization_id,
-            was: row.decided_at ? 'approved' : 'pending',
-          };
-          await audit.append(trx, actor, 'approval.expired', row.agent, details, now);
-          await events?.append(trx, actor, 'approval.expired', row.agent, { ...details, ...bound(row) }, now);
+      const expired: ApprovalRow[] = [];
+      for (const organizationId of await repo.organizationsWithDueApprovals(db, now)) {
+        const actor = systemActor(organizationId);
+        for (;;) {
+          const batch = await db.transaction().execute(async (trx) => {
+            const rows = await repo.expireApprovals(trx, now, organizationId, EXPIRY_BATCH);
+            rows.sort((a, b) => Number(a.id) - Number(b.id));
+            for (const row of rows) {
+              const details = {
+                approvalId: String(row.id),
+                authorizationId: row.authorization_id,
+                was: row.decided_at ? 'approved' : 'pending',
+              };
+              await audit.append(trx, actor, 'approval.expired', row.agent, details, now);
+              await events?.append(trx, actor, 'approval.expired', row.agent, { ...details, ...bound(row) }, now);
+            }
+            return rows;
+          });
+          expired.push(...batch);
+          if (batch.length > 0) events?.committed();
+          if (batch.length < EXPIRY_BATCH) break;
         }
-        return rows;
-      });
-      if (expired.length > 0) events?.committed();
+      }
       return expired;
     },
   };

@@ -439,13 +439,46 @@ export async function setRedeemedDecision(
     .execute();
 }
 
-/** Pending approvals and unredeemed grants past their time, expired once. Their holds expire with the holds' sweep. */
-export function expireApprovals(db: Executor, now: Date): Promise<ApprovalRow[]> {
+/** The organizations that have pending approvals or unredeemed grants past their time. */
+export async function organizationsWithDueApprovals(db: Executor, now: Date): Promise<string[]> {
+  const rows = await db
+    .selectFrom('approvals')
+    .select('organization_id')
+    .distinct()
+    .where('status', 'in', LAPSING_APPROVAL)
+    .where('expires_at', '<=', now)
+    .execute();
+  return rows.map((r) => r.organization_id);
+}
+
+/**
+ * Up to `limit` of the organization's pending approvals and unredeemed grants past their time,
+ * expired once: a row is taken by one sweep only (`SKIP LOCKED`; one being approved, denied or
+ * redeemed meanwhile is left to that change or to the next sweep). Their holds expire with the
+ * holds' sweep.
+ */
+export function expireApprovals(
+  db: Executor,
+  now: Date,
+  organizationId: string,
+  limit: number,
+): Promise<ApprovalRow[]> {
   return db
     .updateTable('approvals')
     .set({ status: 'expired' })
+    .where('id', 'in', (eb) =>
+      eb
+        .selectFrom('approvals')
+        .select('id')
+        .where('organization_id', '=', organizationId)
+        .where('status', 'in', LAPSING_APPROVAL)
+        .where('expires_at', '<=', now)
+        .orderBy('id')
+        .limit(limit)
+        .forUpdate()
+        .skipLocked(),
+    )
     .where('status', 'in', LAPSING_APPROVAL)
-    .where('expires_at', '<=', now)
     .returningAll()
     .returning(approvalColumns)
     .execute();
