@@ -44,6 +44,23 @@ describe('POST /api/scores/compute', () => {
     });
   });
 
+  it('rounds as the documented formula does: 399.5 is 400 (yellow), a contribution of 37.5 is 38', async () => {
+    const res = await post(t.app, '/api/scores/compute', {
+      successRate: 1,
+      totalVolume: '0',
+      transactionCount: 10,
+      budgetCompliance: 0.25,
+      accountAge: 219,
+    });
+    expect(res.statusCode).toBe(200);
+    expect(res.json().data).toMatchObject({
+      score: 400,
+      grade: 'CC',
+      color: '#FACC15',
+      factors: { budgetCompliance: { contribution: 38 }, accountAge: { contribution: 60 } },
+    });
+  });
+
   it('rejects out-of-range input', async () => {
     const good = { successRate: 0.5, totalVolume: '0', transactionCount: 0, budgetCompliance: 1, accountAge: 0 };
     for (const bad of [

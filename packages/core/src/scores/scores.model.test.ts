@@ -113,6 +113,33 @@ describe('computeScore', () => {
     expect(score).toBe(0);
   });
 
+  it('rounds the exact products half up: 37.5 is 38 and a total of 399.5 is 400, not what float error makes of them', () => {
+    // 10 transactions all successful, a quarter of the spend attempts within budget, 219 days:
+    // 300 + 0 + 2 + 37.5 + 60 = 399.5 → 400 (color #FACC15 from 400), contribution round(37.5) = 38.
+    const { score, factors } = computeScore({
+      successRate: 1,
+      volumeEther: 0,
+      transactionCount: 10,
+      budgetCompliance: 0.25,
+      accountAgeDays: 219,
+    });
+    expect(factors.budgetCompliance.contribution).toBe(38);
+    expect(factors.accountAge.contribution).toBe(60);
+    expect(score).toBe(400);
+    // 3 of 8 successful: 0.375 × 0.3 × 1000 = 112.5 → 113; so is a compliance of 0.75.
+    const other = computeScore({
+      successRate: 3 / 8,
+      volumeEther: 0,
+      transactionCount: 8,
+      budgetCompliance: 0.75,
+      accountAgeDays: 0,
+    });
+    expect(other.factors.successRate.contribution).toBe(113);
+    expect(other.factors.budgetCompliance.contribution).toBe(113);
+    // 112.5 + 1.6 + 112.5 = 226.6 → 227
+    expect(other.score).toBe(227);
+  });
+
   it('always returns an integer in 0..1000', () => {
     const samples: ScoreInputs[] = [
       { successRate: 0.3333, volumeEther: 3.7, transactionCount: 17, budgetCompliance: 0.77, accountAgeDays: 12.5 },
