@@ -33,6 +33,34 @@ describe('evaluateAnomaly', () => {
     expect(r).toMatchObject({ anomalyDetected: false, riskScore: 0, severity: 'LOW', flags: [] });
   });
 
+  it('rounds the risk score half up from its exact value: 74.5 is CRITICAL, 49.5 is detected', () => {
+    // 30 (10× the hourly average) + 24.5 (49 % failed: risk 0.98) + 20 (SUSPICIOUS) = 74.5 → 75.
+    const r = evaluateAnomaly({
+      ...steady,
+      lastHourCount: 9,
+      count30d: 100,
+      failed30d: 49,
+      historyHours: 100,
+      agentSuspicious: true,
+    });
+    expect(r.factors.failureRate.risk).toBe(0.98);
+    expect(r.riskScore).toBe(75);
+    expect(r.severity).toBe('CRITICAL');
+    // 20 (7× the average) + 4.5 (9 % failed) + 25 (20× the average amount) = 49.5 → 50, at ANOMALY_DETECT_AT.
+    const d = evaluateAnomaly({
+      ...steady,
+      lastHourCount: 6,
+      count30d: 100,
+      failed30d: 9,
+      historyHours: 100,
+      assetCount30d: 100,
+      volume30d: 100n * ether,
+      amount: 20n * ether,
+    });
+    expect(d.riskScore).toBe(50);
+    expect(d.anomalyDetected).toBe(true);
+  });
+
   it('frequency alone: 10× the hourly average is full risk (30 of 100), flagged from 3×', () => {
     const r = evaluateAnomaly({ ...steady, lastHourCount: 9 });
     expect(r.factors.frequency).toMatchObject({ value: 10, risk: 1, contribution: 30 });

@@ -1,5 +1,7 @@
 /** The four-factor anomaly model over an agent's own recorded history. */
 
+import { roundHalfUp } from '../shared/round.ts';
+
 export type Severity = 'LOW' | 'MEDIUM' | 'HIGH' | 'CRITICAL';
 
 export interface AnomalyThresholds {
@@ -158,7 +160,7 @@ export function evaluateAnomaly(facts: AnomalyFacts, t: AnomalyThresholds): Anom
     value: Math.round(value * 1000) / 1000,
     weight,
     risk: Math.round(risk * 1000) / 1000,
-    contribution: Math.round(risk * weight * 100),
+    contribution: roundHalfUp(risk * weight * 100),
   });
   const factors = {
     frequency: factor(frequencyRatio, anomalyWeights.frequency, frequencyRisk),
@@ -166,7 +168,7 @@ export function evaluateAnomaly(facts: AnomalyFacts, t: AnomalyThresholds): Anom
     failureRate: factor(failureRate, anomalyWeights.failureRate, failureRisk),
     flagged: factor(flaggedRisk, anomalyWeights.flagged, flaggedRisk),
   };
-  const riskScore = Math.round(
+  const riskScore = roundHalfUp(
     100 *
       (frequencyRisk * anomalyWeights.frequency +
         valueRisk * anomalyWeights.largeValue +

@@ -1,4 +1,5 @@
 import { formatEther } from 'viem';
+import { roundHalfUp } from '../shared/round.ts';
 
 /** Inputs of the score model, already in its units (docs/api.md "Scores"). */
 /** Names the score model (weights, normalizations, confidence) that produced a score or a decision. */
@@ -38,16 +39,6 @@ export const scoreWeights = {
 
 const clamp01 = (x: number) => Math.min(1, Math.max(0, x));
 
-/**
- * Points rounded half up as the exact value they stand for: binary floating point makes
- * 0.375 × 0.3 × 1000 (112.5) 112.49999999999999, and 219 / 365 × 100 (60) 59.99999999999999,
- * which Math.round alone would take down. Such errors are far below a billionth of a point,
- * so the value is first snapped to that grid, then rounded.
- */
-function roundPoints(x: number): number {
-  return Math.round(Math.round(x * 1e9) / 1e9);
-}
-
 /** Ether units of a wei amount, as a JS number (exact enough for a logarithmic factor). */
 export function weiToEther(wei: bigint): number {
   return Number(formatEther(wei));
@@ -79,10 +70,10 @@ export function computeScore(inputs: ScoreInputs): { score: number; factors: Sco
   for (const key of keys) {
     const weighted = normalized[key] * scoreWeights[key];
     sum += weighted;
-    factors[key] = { value: values[key], weight: scoreWeights[key], contribution: roundPoints(weighted * 1000) };
+    factors[key] = { value: values[key], weight: scoreWeights[key], contribution: roundHalfUp(weighted * 1000) };
   }
   const unknown = inputs.volumeEther === 0 && inputs.transactionCount === 0 && inputs.accountAgeDays === 0;
-  const score = inputs.sanctioned || unknown ? 0 : Math.min(1000, Math.max(0, roundPoints(sum * 1000)));
+  const score = inputs.sanctioned || unknown ? 0 : Math.min(1000, Math.max(0, roundHalfUp(sum * 1000)));
   return { score, factors };
 }
 
