@@ -198,6 +198,9 @@ describe('confidenceOf', () => {
     expect(confidenceOf(4, daysAgo(100), now).state).toBe('insufficient_history');
     expect(confidenceOf(5, daysAgo(7), now).state).toBe('established');
     expect(confidenceOf(500, daysAgo(6.9), now).state).toBe('insufficient_history');
+    // Two decimals, half up from the exact value: 30 / 40 × 21 / 30 = 0.525 → 0.53, 6 / 16 × 18 / 30 = 0.225 → 0.23.
+    expect(confidenceOf(30, daysAgo(21), now).confidence).toBe(0.53);
+    expect(confidenceOf(6, daysAgo(18), now).confidence).toBe(0.23);
     // Never above 1, never below 0, whatever the clock says.
     expect(confidenceOf(1_000_000, daysAgo(10_000), now).confidence).toBe(1);
     expect(confidenceOf(50, new Date(now.getTime() + 86_400_000), now).confidence).toBe(0);

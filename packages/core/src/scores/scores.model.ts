@@ -90,8 +90,8 @@ export type ScoreState = 'established' | 'insufficient_history';
 
 /**
  * How much a score can be relied on, 0–1, from how much it rests on: the transactions the model
- * counted (n / (n + 10)) times how long the agent has been known (days / 30, at most 1), rounded to
- * two decimals. `insufficient_history` below CONFIDENCE_MIN_EVIDENCE transactions or
+ * counted (n / (n + 10)) times how long the agent has been known (days / 30, at most 1), rounded half
+ * up to two decimals. `insufficient_history` below CONFIDENCE_MIN_EVIDENCE transactions or
  * CONFIDENCE_MIN_AGE_DAYS days: a score of such an agent says little either way.
  */
 export function confidenceOf(
@@ -101,7 +101,7 @@ export function confidenceOf(
 ): { confidence: number; state: ScoreState } {
   const n = Math.max(0, evidence);
   const ageDays = Math.max(0, (now.getTime() - firstSeenAt.getTime()) / 86_400_000);
-  const confidence = Math.round((n / (n + EVIDENCE_HALF)) * Math.min(1, ageDays / AGE_FULL_DAYS) * 100) / 100;
+  const confidence = roundHalfUp((n / (n + EVIDENCE_HALF)) * Math.min(1, ageDays / AGE_FULL_DAYS) * 100) / 100;
   const state =
     n < CONFIDENCE_MIN_EVIDENCE || ageDays < CONFIDENCE_MIN_AGE_DAYS ? 'insufficient_history' : 'established';
   return { confidence, state };
