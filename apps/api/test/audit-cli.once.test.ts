@@ -1,4 +1,7 @@
 import { spawnSync } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { systemActor } from '@vouch/core';
 import { sql } from '@vouch/db';
 import { createTestDatabase, createTestRuntime, randomAddress } from '@vouch/testkit';
@@ -103,4 +106,34 @@ describe.runIf(inject('testDbMode') === 'postgres')('npm run audit:verify and au
     },
     60_000,
   );
+});
+
+// The embedded database (no DATABASE_URL), as `npm install && npm run audit:export` meets it.
+describe('npm run audit:export and audit:verify on the embedded database', () => {
+  let dataDir: string;
+  beforeAll(() => {
+    dataDir = mkdtempSync(join(tmpdir(), 'vouch-audit-cli-'));
+  });
+  afterAll(() => rmSync(dataDir, { recursive: true, force: true }));
+
+  it('exits 1 for an organization that does not exist, as on PostgreSQL', () => {
+    const run = (script: string) =>
+      spawnSync('npm', ['run', '--silent', script, '--', '--organization', 'clj'], {
+        cwd: new URL('../../../', import.meta.url).pathname,
+        env: { ...process.env, DATABASE_URL: '', REDIS_URL: '', DATA_DIR: dataDir },
+        encoding: 'utf8',
+      });
+    const nothing = run('audit:export');
+    expect([nothing.status, nothing.stderr.trim(), nothing.stdout]).toEqual([
+      1,
+      'audit:export: no organization clj',
+      '',
+    ]);
+    const unknown = run('audit:verify');
+    expect([unknown.status, unknown.stderr.trim(), unknown.stdout]).toEqual([
+      1,
+      'audit:verify: no organization clj',
+      '',
+    ]);
+  }, 60_000);
 });

@@ -34,3 +34,20 @@ describe('the embedded database’s one connection', () => {
     expect(answers.map((a) => a.rows[0]?.i)).toEqual(Array.from({ length: 50 }, (_, i) => i));
   });
 });
+
+describe('closing the embedded database', () => {
+  it('keeps the exit code the process has set', async () => {
+    // A command that sets process.exitCode (a failure it reported) and then closes its database
+    // must still exit with it: PGlite's close ended its engine with exit(0), which set it to 0.
+    const own = createDatabase({ dataDir: 'memory://' });
+    await sql`SELECT 1`.execute(own.db);
+    const before = process.exitCode;
+    try {
+      process.exitCode = 1;
+      await own.close();
+      expect(process.exitCode).toBe(1);
+    } finally {
+      process.exitCode = before;
+    }
+  });
+});

@@ -126,6 +126,14 @@ class LazyDriver implements Driver {
 
   async destroy(): Promise<void> {
     // Never started: nothing to stop.
-    if (this.#driver) await (await this.#driver).destroy();
+    if (!this.#driver) return;
+    // PGlite's close ends its engine with exit(0), which sets process.exitCode to 0: a command
+    // that reported a failure (exit code 1) and then closed its database would exit 0.
+    const exitCode = process.exitCode;
+    try {
+      await (await this.#driver).destroy();
+    } finally {
+      process.exitCode = exitCode;
+    }
   }
 }
