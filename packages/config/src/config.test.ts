@@ -164,6 +164,19 @@ describe('loadConfig', () => {
   });
 });
 
+describe('spans of days counted back from now', () => {
+  it('are refused past what a timestamp holds, naming the variable', () => {
+    // Taken up to 2,147,483,647: VERIFY_ACTIVITY_WINDOW_DAYS=3000000 answered every verification
+    // 400 "a value in the request cannot be stored" (its window began in the year -6187), and
+    // EVENTS_RETENTION_DAYS=3000000 failed the hourly purge of events.
+    for (const key of ['VERIFY_ACTIVITY_WINDOW_DAYS', 'EVENTS_RETENTION_DAYS']) {
+      expect(problem({ [key]: '3000000' }), key).toMatch(new RegExp(`^invalid configuration: ${key}: `));
+      expect(problem({ [key]: '100001' }), key).toMatch(new RegExp(`^invalid configuration: ${key}: `));
+      expect((loadConfig({ [key]: '100000' }) as Record<string, unknown>)[key]).toBe(100_000);
+    }
+  });
+});
+
 describe('a request waiting for its job', () => {
   it('gets its answer before its idle connection is closed', () => {
     // A connection without traffic for HTTP_CONNECTION_TIMEOUT_MS is closed, a request waiting

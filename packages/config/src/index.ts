@@ -139,6 +139,13 @@ const databaseEnv = {
   MIGRATE_ON_START: trueFalse('true'),
 };
 
+/**
+ * The most days a span counted back from now may cover (a verification's activity window, the
+ * events' retention): about 274 years. Its start is a timestamp the database stores, which a
+ * span of millions of days is not (years before 4713 BC, or before year 1 as the driver writes them).
+ */
+export const MAX_DAYS_BACK = 100_000;
+
 /** Verification and anomaly thresholds and the chain; docs/checks.md. */
 const checksEnv = {
   /** An http(s) JSON-RPC endpoint: the chain is read through viem's http transport. */
@@ -152,7 +159,7 @@ const checksEnv = {
   CHAIN_TIMEOUT_MS: positiveInt(3000),
   VERIFY_MIN_AGE_DAYS: nonNegative(1),
   VERIFY_MIN_TRANSACTIONS: nonNegative(1),
-  VERIFY_ACTIVITY_WINDOW_DAYS: positiveInt(30),
+  VERIFY_ACTIVITY_WINDOW_DAYS: positiveInt(30, MAX_DAYS_BACK),
   VERIFY_OWNER_STABLE_DAYS: nonNegative(7),
   VERIFY_MIN_SCORE: nonNegative(100),
   ANOMALY_DETECT_AT: nonNegative(50),
@@ -296,7 +303,7 @@ const eventsEnv = {
   /** Percentages of a daily or monthly limit whose crossing is announced (budget.threshold), once per window each. */
   EVENTS_BUDGET_THRESHOLDS: percentList,
   /** Events (and their deliveries) older than this many days are deleted, hourly. */
-  EVENTS_RETENTION_DAYS: positiveInt(30),
+  EVENTS_RETENTION_DAYS: positiveInt(30, MAX_DAYS_BACK),
   /** A delivery whose receiver has not answered within this long has failed (ms). */
   WEBHOOK_TIMEOUT_MS: positiveInt(10_000),
   /**
