@@ -13,6 +13,7 @@ import { inTransaction } from '../shared/transaction.ts';
 import {
   ChainCallRevertedError,
   type ChainLog,
+  ChainLogsRefusedError,
   type ChainReader,
   ChainUnavailableError,
 } from '../verification/chain.ts';
@@ -493,6 +494,9 @@ export function createErc8004Service({ db, clock, audit, chain, options, onAgent
             startBlock: options.startBlock,
             now: clock(),
           });
+          // The blocks one query asks for: halved each time the node refuses a range (its cap on
+          // blocks or on logs per query), for the rest of this registry's run.
+          let span = options.blockRange;
           for (;;) {
             const next = BigInt(cursor.next_block);
             // The block the cursor stands on is checked on every pass, with nothing new to read
@@ -520,8 +524,19 @@ export function createErc8004Service({ db, clock, audit, chain, options, onAgent
               caughtUp = false;
               break;
             }
-            const last = next + options.blockRange - 1n < safe ? next + options.blockRange - 1n : safe;
-            const logs = await chain.logs([registry.address], next, last);
+            const last = next + span - 1n < safe ? next + span - 1n : safe;
+            let logs: ChainLog[];
+            try {
+              logs = await chain.logs([registry.address], next, last);
+            } catch (error) {
+              // The same range asked again would be refused again, run after run: a narrower one
+              // is asked instead. A single block refused fails the run as a node that is down does.
+              if (error instanceof ChainLogsRefusedError && last > next) {
+                span = (last - next + 1n) / 2n;
+                continue;
+              }
+              throw error;
+            }
             const lastHash = await chain.blockHash(last);
             // A block at or below the confirmed head the node does not know (a node behind the
             // one that gave the head, behind a load balancer) may have returned too few logs, and

@@ -10,6 +10,7 @@ import {
   InternalRpcError,
   keccak256,
   type PublicClient,
+  RpcRequestError,
   TransactionNotFoundError,
   TransactionReceiptNotFoundError,
 } from 'viem';
@@ -80,6 +81,14 @@ export class ChainUnavailableError extends Error {
   override name = 'ChainUnavailableError';
 }
 
+/**
+ * The node answered a log query with an error rather than the logs: most often the range, or its
+ * number of logs, is more than it serves (providers cap both). A narrower range may be answered.
+ */
+export class ChainLogsRefusedError extends ChainUnavailableError {
+  override name = 'ChainLogsRefusedError';
+}
+
 /** The node answered, and the call it was asked to send would revert: `reason` is the contract's. */
 export class ChainCallRevertedError extends Error {
   override name = 'ChainCallRevertedError';
@@ -99,7 +108,11 @@ export interface ChainReader {
   blockNumber(): Promise<bigint>;
   /** A block's hash; null when the chain has no such block. Throws ChainUnavailableError. */
   blockHash(number: bigint): Promise<string | null>;
-  /** The logs of these contracts in the inclusive block range, in chain order. Throws ChainUnavailableError. */
+  /**
+   * The logs of these contracts in the inclusive block range, in chain order. Throws
+   * ChainLogsRefusedError when the node answers the query with an error (a range or a result cap),
+   * else ChainUnavailableError.
+   */
   logs(addresses: string[], fromBlock: bigint, toBlock: bigint): Promise<ChainLog[]>;
   /**
    * Signs a call with `privateKey` and sends it, after checking with `eth_call` that it would not
@@ -267,6 +280,9 @@ export function createChainReader(rpcUrl: string | undefined, timeoutMs: number)
             a.blockNumber === b.blockNumber ? a.logIndex - b.logIndex : a.blockNumber < b.blockNumber ? -1 : 1,
           );
       } catch (error) {
+        if (error instanceof BaseError && error.walk((e) => e instanceof RpcRequestError) !== null) {
+          throw new ChainLogsRefusedError(`eth_getLogs of blocks ${fromBlock}..${toBlock} refused: ${reasonOf(error)}`);
+        }
         throw unavailable(error);
       }
     },
