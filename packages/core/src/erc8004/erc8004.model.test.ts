@@ -46,6 +46,17 @@ describe('ERC-8004 feedback weights', () => {
     expect(weigh(facts({ tag1: 'vouch-score', value: '894', decimals: 1 })).rating).toBeCloseTo(89.4);
   });
 
+  it('reads a value just outside 0–100 as no rating, however close: the bounds are compared exactly', () => {
+    // 100.000000000000000001 and 100 are the same double; the value is above 100 all the same.
+    expect(weigh(facts({ value: '100000000000000000001', decimals: 18 })).verdict).toBe('not_a_rating');
+    expect(weigh(facts({ value: '100000000000000000000', decimals: 18 }))).toMatchObject({
+      verdict: 'counted',
+      rating: 100,
+    });
+    expect(weigh(facts({ value: '0', decimals: 18 })).verdict).toBe('counted');
+    expect(weigh(facts({ value: '-1', decimals: 18 })).verdict).toBe('not_a_rating');
+  });
+
   it('moves the score by at most 100 points, by confidence, and a positive move needs a current index', () => {
     const five = Array.from({ length: 5 }, () => weigh(facts({ value: '100', clientScore: 1000 })));
     expect(adjustmentOf(five, 'current')).toMatchObject({ adjustment: 100, applied: true, confidence: 1 });

@@ -81,10 +81,19 @@ export function ratingValue(value: string, decimals: number): number {
   return Number(value) / 10 ** decimals;
 }
 
+/**
+ * Whether value ÷ 10^decimals is within 0–100, compared exactly: an int128 as a double is rounded
+ * (100.000000000000000001 is 100 there), and a value outside the bounds is no rating however close.
+ */
+function inRatingRange(value: string, decimals: number): boolean {
+  const v = BigInt(value);
+  return v >= 0n && v <= 100n * 10n ** BigInt(decimals);
+}
+
 /** The weight one feedback gets: 0 unless it is a live rating from a client that is not the agent's own. */
 export function weigh(f: FeedbackFacts): WeighedFeedback {
   const rating = RATING_TAGS.has(f.tag1) ? ratingValue(f.value, f.decimals) : null;
-  const isRating = rating !== null && Number.isFinite(rating) && rating >= 0 && rating <= 100;
+  const isRating = rating !== null && inRatingRange(f.value, f.decimals);
   if (f.revoked) return { verdict: 'revoked', rating: isRating ? rating : null, weight: 0 };
   if (!isRating) return { verdict: 'not_a_rating', rating: null, weight: 0 };
   if (f.clientSelfRelated) return { verdict: 'self_related', rating, weight: 0 };
