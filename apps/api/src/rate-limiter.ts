@@ -172,7 +172,9 @@ export function createRateLimiter(options: RateLimitOptions): RateLimiter {
       const startedAt = performance.now();
       const known = leases?.get(id);
       const current = known && startedAt < known.expiresAt ? known : undefined;
-      if (current && current.unused > 0) {
+      // Leased points serve only within the limit asked now: one lowered since they were leased
+      // (an organization's own) counts what was already admitted, and refuses past it at once.
+      if (current && current.unused > 0 && current.counted - current.unused < entry.points) {
         current.unused--;
         return decision(true, entry.points, current, startedAt, duration);
       }

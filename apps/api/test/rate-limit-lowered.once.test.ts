@@ -50,5 +50,24 @@ describe.runIf(await redisAvailable()).each(stores)(
       const after = await limiter.consume('organization', 'org-a', 5);
       expect({ allowed: after.allowed, remaining: after.remaining }).toEqual({ allowed: false, remaining: 0 });
     });
+
+    it('refuses at once after a high limit: 8 of 1000 made, a new limit of 5 admits nothing more', async () => {
+      const limiter = await make();
+      // Far below 1000, a replica takes points from Redis ahead of use (docs/edge.md, Leases).
+      for (let i = 0; i < 8; i++) expect((await limiter.consume('organization', 'org-b', 1000)).allowed).toBe(true);
+      const after = [];
+      for (let i = 0; i < 3; i++) after.push(await limiter.consume('organization', 'org-b', 5));
+      expect(after.map((d) => ({ allowed: d.allowed, remaining: d.remaining }))).toEqual(
+        Array(3).fill({ allowed: false, remaining: 0 }),
+      );
+    });
+
+    it('a limit lowered above what was made admits up to it and no further', async () => {
+      const limiter = await make();
+      for (let i = 0; i < 8; i++) expect((await limiter.consume('organization', 'org-c', 1000)).allowed).toBe(true);
+      const allowed = [];
+      for (let i = 0; i < 10; i++) allowed.push((await limiter.consume('organization', 'org-c', 12)).allowed);
+      expect(allowed.filter(Boolean).length).toBe(4);
+    });
   },
 );
