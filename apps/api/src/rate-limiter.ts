@@ -143,21 +143,27 @@ export function createRateLimiter(options: RateLimitOptions): RateLimiter {
     const granted = Math.max(0, Math.min(want, limit - before));
     const expiresAt = startedAt + res.msBeforeNext;
     let lease = leases?.get(id);
+    let allowed = granted > 0;
     if (leases) {
       if (lease && lease.expiresAt > startedAt) {
-        lease.unused += Math.max(0, granted - 1);
+        lease.unused += granted;
         lease.counted = Math.max(lease.counted, before + granted);
+        if (granted > 0) lease.limit = Math.max(lease.limit, limit);
       } else {
-        lease = { unused: Math.max(0, granted - 1), counted: before + granted, expiresAt };
+        lease = { unused: granted, counted: before + granted, expiresAt, limit };
         leases.delete(id);
         leases.set(id, lease);
         if (leases.size > MAX_TRACKED_CLIENTS) leases.delete(leases.keys().next().value as string);
       }
+      // This request takes one point of the lease: its own grant's, or, when requests asked at once
+      // and the counter was spent by the first answers, one those answers brought and left unused.
+      allowed = granted > 0 || usable(lease, limit);
+      if (allowed) lease.unused--;
     }
     return decision(
-      granted > 0,
+      allowed,
       limit,
-      lease ?? { unused: 0, counted: before + granted, expiresAt },
+      lease ?? { unused: 0, counted: before + granted, expiresAt, limit },
       startedAt,
       duration,
     );
@@ -172,9 +178,7 @@ export function createRateLimiter(options: RateLimitOptions): RateLimiter {
       const startedAt = performance.now();
       const known = leases?.get(id);
       const current = known && startedAt < known.expiresAt ? known : undefined;
-      // Leased points serve only within the limit asked now: one lowered since they were leased
-      // (an organization's own) counts what was already admitted, and refuses past it at once.
-      if (current && current.unused > 0 && current.counted - current.unused < entry.points) {
+      if (current && usable(current, entry.points)) {
         current.unused--;
         return decision(true, entry.points, current, startedAt, duration);
       }
@@ -204,6 +208,17 @@ interface Lease {
   unused: number;
   counted: number;
   expiresAt: number;
+  /** The highest limit any of its points were counted under. */
+  limit: number;
+}
+
+/**
+ * Whether the lease has a point for a request under `limit`. Points leased under a higher limit
+ * (an organization's own, lowered since) serve only while what was admitted stays below the
+ * lower one: what the organization already made counts, and past it the answer is refused at once.
+ */
+function usable(lease: Lease, limit: number): boolean {
+  return lease.unused > 0 && (limit >= lease.limit || lease.counted - lease.unused < limit);
 }
 
 /** Clients whose leases are remembered at once; the least recently leased is forgotten first. */

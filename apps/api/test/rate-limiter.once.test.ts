@@ -71,6 +71,17 @@ describe.runIf(await redisAvailable())('shared limits counted in leases', () => 
     expect(decisions.filter((d) => d.allowed)).toHaveLength(500);
   });
 
+  it('a burst after a first lease still admits exactly the limit, leases asked for at once included', async () => {
+    const one = await limiter(100);
+    expect((await one.consume('default', 'ip:burst-leased')).allowed).toBe(true);
+    // Every one of these asks Redis for a lease of 6 at once: most find the counter spent.
+    const decisions = await Promise.all(Array.from({ length: 200 }, () => one.consume('default', 'ip:burst-leased')));
+    expect(decisions.filter((d) => d.allowed)).toHaveLength(99);
+    const after = [];
+    for (let i = 0; i < 5; i++) after.push(await one.consume('default', 'ip:burst-leased'));
+    expect(after.filter((d) => d.allowed)).toHaveLength(0);
+  });
+
   it('two replicas sharing a client never admit more than the limit together', async () => {
     const a = await limiter(1000);
     const b = await limiter(1000);
